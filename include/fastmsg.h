@@ -1,0 +1,120 @@
+/*
+ * fastmsg: user-level message passing for Linux clusters.
+ *
+ * The only public header of the core library. Every function returns 0 or a
+ * non-negative count on success and a negative FM_E* code on failure; output
+ * arguments are written only on success. See docs/API.md for a guide.
+ */
+#ifndef FASTMSG_H
+#define FASTMSG_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FM_VERSION_MAJOR 0
+#define FM_VERSION_MINOR 1
+#define FM_VERSION_PATCH 0
+#define FM_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__)
+#define FM_API __attribute__((visibility("default")))
+#else
+#define FM_API
+#endif
+
+/* Most segments fm_recv fills for one message. */
+#define FM_SEGS_MAX 3
+
+/* Error codes: negative, and equal to -errno where an errno means the same. */
+#define FM_EAGAIN    (-EAGAIN)       /* nothing can go or come now; try again */
+#define FM_EINVAL    (-EINVAL)       /* an argument is invalid */
+#define FM_EMSGSIZE  (-EMSGSIZE)     /* a length is larger than the API allows */
+#define FM_ENOMEM    (-ENOMEM)       /* out of (shared) memory */
+#define FM_EPEERLOST (-ECONNRESET)   /* the peer process died or stopped answering */
+#define FM_ETIMEDOUT (-ETIMEDOUT)    /* fm_wait: the timeout passed */
+#define FM_EBUSY     (-EBUSY)        /* the channel is already open in this process */
+#define FM_ELIMIT    (-EMFILE)       /* too many endpoints open (FM_EP_MAX) */
+#define FM_EUNREACH  (-EHOSTUNREACH) /* no transport reaches that rank */
+#define FM_EBOOT     (-EPROTO)       /* the bootstrap (launcher protocol) failed */
+#define FM_ESYS      (-EIO)          /* a system call failed unexpectedly */
+
+typedef struct fm_ctx fm_ctx; /* one per process: bootstrap, links, progress */
+typedef struct fm_ep fm_ep;   /* an endpoint = a channel = a port with its own buffers */
+typedef uint64_t fm_addr;     /* opaque address of an endpoint */
+
+#define FM_ADDR_NONE ((fm_addr)0) /* never the address of an endpoint */
+
+/* Bootstraps from the environment (fmrun, mpiexec.hydra); a process started
+ * without a launcher is a singleton of size 1. Call once per process. */
+FM_API int fm_init(fm_ctx **ctx);
+
+/* Closes every endpoint and leaves the job. Messages already delivered to a
+ * peer stay readable there; sends towards this process then fail with
+ * FM_EPEERLOST. Not collective. */
+FM_API int fm_finalize(fm_ctx *ctx);
+
+FM_API int fm_rank(const fm_ctx *ctx);
+FM_API int fm_size(const fm_ctx *ctx);
+
+/* Opens the endpoint of this process on `channel`. Messages sent to
+ * (this rank, channel) are received only here. FM_EBUSY if already open,
+ * FM_ELIMIT when FM_EP_MAX endpoints are open. */
+FM_API int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **ep);
+
+/* Releases the endpoint's held messages and its receive memory. Peers must
+ * have stopped sending to it: what arrives later is discarded. */
+FM_API int fm_ep_close(fm_ep *ep);
+
+FM_API fm_addr fm_ep_addr(const fm_ep *ep);
+FM_API fm_addr fm_addr_of(const fm_ctx *ctx, int rank, uint32_t channel);
+/* The rank of an address, or -1 if it is not an endpoint of this job. */
+FM_API int fm_addr_rank(const fm_ctx *ctx, fm_addr addr);
+
+/* Sends ONE message made of the gathered iovec, like writev. Never blocks and
+ * never buffers beyond the rings it owns: returns the number of bytes taken
+ * (the message may be a prefix of the data) or FM_EAGAIN. A request with data
+ * takes at least one byte or returns FM_EAGAIN; an empty message goes only when
+ * the total length is 0. */
+FM_API ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt);
+
+/* Grants up to `len` bytes of send memory in *buf (at least one byte unless
+ * len is 0) and returns the granted length, or FM_EAGAIN. Build the message
+ * there, then fm_send_commit() it: no copy is made. A new prepare or send
+ * on the endpoint abandons an uncommitted grant. */
+FM_API ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf);
+/* Sends the first `len` bytes (len <= granted) of the last grant as one message. */
+FM_API int fm_send_commit(fm_ep *ep, size_t len);
+
+/* Receives one message without copying it: fills up to FM_SEGS_MAX segments
+ * that point into the endpoint's own receive memory and returns the length
+ * (0 is a valid empty message). FM_EAGAIN when nothing is there. FM_EPEERLOST
+ * once per lost peer, with *src set to it, after its last message. The
+ * segments stay valid until fm_recv_done releases the message. */
+FM_API ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *src);
+
+/* Releases the oldest message still held by fm_recv. FM_EINVAL if none. */
+FM_API int fm_recv_done(fm_ep *ep);
+
+/* Sleeps until a message may be received, send space may have freed, or a
+ * peer was lost: returns 0 then, FM_ETIMEDOUT after timeout_ms (-1: never).
+ * Spins briefly first, then blocks. */
+FM_API int fm_wait(fm_ep *ep, int timeout_ms);
+
+/* Advances transports that need the CPU (network links) and checks peers'
+ * liveness. Returns the number of events handled. */
+FM_API int fm_progress(fm_ctx *ctx);
+
+/* A short English name for any value returned by a fastmsg call. */
+FM_API const char *fm_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FASTMSG_H */

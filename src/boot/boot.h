@@ -1,0 +1,47 @@
+/*
+ * Bootstrap: how a process learns its rank, the job size, which ranks share
+ * its node, and how it exchanges small key-value cards with the others.
+ * One ops table per launcher protocol.
+ */
+#ifndef FM_BOOT_H
+#define FM_BOOT_H
+
+#include <stddef.h>
+
+#define FM_BOOT_VAL_MAX 1024 /* longest value every launcher accepts */
+
+struct fm_boot;
+
+struct fm_boot_ops {
+    const char *name;
+    /* Publishes key=val for this rank; visible to others after fence. */
+    int (*put)(struct fm_boot *b, const char *key, const char *val);
+    /* Collective: every rank's puts become visible to all. */
+    int (*fence)(struct fm_boot *b);
+    /* Reads key as published by `rank` (after a fence). FM_EBOOT if missing. */
+    int (*get)(struct fm_boot *b, int rank, const char *key, char *val, size_t len);
+    int (*finalize)(struct fm_boot *b);
+};
+
+struct fm_boot {
+    const struct fm_boot_ops *ops;
+    int rank;
+    int size;
+    int *node_of;         /* node index of every rank, from the launcher */
+    char job[128];        /* job name (kvs name), unique per job */
+    int fd;               /* PMI-1: the launcher's socket */
+};
+
+/*
+ * Joins the job as FM_BOOTSTRAP (a fm_config word index) says. On failure
+ * returns FM_EBOOT (or FM_ENOMEM) and writes which bootstrap was tried and
+ * why in err.
+ */
+int fm_boot_open(struct fm_boot *b, int which, char *err, size_t errlen);
+void fm_boot_close(struct fm_boot *b);
+
+/* The bootstraps. */
+int fm_boot_pmi1_open(struct fm_boot *b, char *err, size_t errlen);
+int fm_boot_singleton_open(struct fm_boot *b, char *err, size_t errlen);
+
+#endif

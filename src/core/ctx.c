@@ -1,0 +1,229 @@
+/* The context: joining the job, finding the processes of this node, and
+ * keeping track of which peers are gone. */
+#include "ctx.h"
+
+#include "log.h"
+#include "shm/shm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Without PMI_process_mapping, ranks compare a card naming their kernel. */
+static int nodes_from_cards(fm_ctx *ctx, char *err, size_t errlen)
+{
+    char mine[FM_BOOT_VAL_MAX], theirs[FM_BOOT_VAL_MAX], host[256] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(host, sizeof(host), f))
+            host[0] = '\0';
+        host[strcspn(host, "\n")] = '\0';
+        fclose(f);
+    }
+    snprintf(mine, sizeof(mine), "%s", host[0] ? host : "unknown");
+    int rc = ctx->boot.ops->put(&ctx->boot, "node", mine);
+    if (!rc)
+        rc = ctx->boot.ops->fence(&ctx->boot);
+    if (rc) {
+        snprintf(err, errlen, "%s bootstrap: cannot exchange node names", ctx->boot.ops->name);
+        return rc;
+    }
+    ctx->boot.node_of = calloc((size_t)ctx->size, sizeof(int));
+    if (!ctx->boot.node_of)
+        return FM_ENOMEM;
+    for (int r = 0; r < ctx->size; r++) {
+        rc = ctx->boot.ops->get(&ctx->boot, r, "node", theirs, sizeof(theirs));
+        if (rc) {
+            snprintf(err, errlen, "%s bootstrap: rank %d published no node name",
+                     ctx->boot.ops->name, r);
+            return rc;
+        }
+        ctx->boot.node_of[r] = strcmp(mine, theirs) == 0 ? 0 : 1 + r;
+    }
+    ctx->boot.node_of[ctx->rank] = 0;
+    return 0;
+}
+
+static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
+{
+    if (!ctx->boot.node_of) {
+        int rc = nodes_from_cards(ctx, err, errlen);
+        if (rc)
+            return rc;
+    }
+    int me = ctx->boot.node_of[ctx->rank];
+    ctx->nprocs = 0;
+    for (int r = 0; r < ctx->size; r++)
+        if (ctx->boot.node_of[r] == me)
+            ctx->nprocs++;
+    ctx->procs = calloc((size_t)ctx->nprocs, sizeof(*ctx->procs));
+    if (!ctx->procs)
+        return FM_ENOMEM;
+    int i = 0;
+    for (int r = 0; r < ctx->size; r++) {
+        ctx->peers[r].proc = -1;
+        if (ctx->boot.node_of[r] != me)
+            continue;
+        ctx->procs[i] = (struct fm_proc){.rank = r, .pidfd = -1, .memfd = -1};
+        if (r == ctx->rank)
+            ctx->my_proc = i;
+        ctx->peers[r].proc = i++;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->oversubscribed = cpus > 0 && ctx->nprocs > cpus;
+    return 0;
+}
+
+static void ctx_free(fm_ctx *ctx)
+{
+    fm_shm_teardown(ctx);
+    if (ctx->epfd >= 0)
+        close(ctx->epfd);
+    fm_boot_close(&ctx->boot);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx->procs);
+    free(ctx->peers);
+    free(ctx->lost);
+    free(ctx);
+}
+
+int fm_init(fm_ctx **out)
+{
+    char err[512] = "";
+    if (!out)
+        return FM_EINVAL;
+    fm_log_init();
+    fm_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return FM_ENOMEM;
+    ctx->epfd = -1;
+    pthread_mutex_init(&ctx->lock, NULL);
+    int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
+    if (rc) {
+        fm_error("config", "%s", err);
+        ctx_free(ctx);
+        return rc;
+    }
+    fm_log_level_cur = (int)ctx->cfg.log;
+    rc = fm_boot_open(&ctx->boot, (int)ctx->cfg.bootstrap, err, sizeof(err));
+    if (rc)
+        goto err_free;
+    ctx->rank = ctx->boot.rank;
+    ctx->size = ctx->boot.size;
+    ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
+    ctx->lost = calloc((size_t)ctx->size, sizeof(*ctx->lost));
+    ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!ctx->peers || !ctx->lost || ctx->epfd < 0) {
+        rc = FM_ENOMEM;
+        snprintf(err, sizeof(err), "out of memory for a job of %d ranks", ctx->size);
+        goto err_free;
+    }
+    rc = find_local_procs(ctx, err, sizeof(err));
+    if (!rc)
+        rc = fm_shm_setup(ctx, err, sizeof(err));
+    if (!rc) {
+        rc = ctx->boot.ops->fence(&ctx->boot);
+        if (rc)
+            snprintf(err, sizeof(err), "%s bootstrap: the fence failed", ctx->boot.ops->name);
+    }
+    if (!rc)
+        rc = fm_shm_connect(ctx, err, sizeof(err));
+    /* No rank may leave fm_init (and perhaps the job) before every local
+     * peer has mapped its segment. */
+    if (!rc) {
+        rc = ctx->boot.ops->fence(&ctx->boot);
+        if (rc)
+            snprintf(err, sizeof(err), "%s bootstrap: the closing fence failed",
+                     ctx->boot.ops->name);
+    }
+    if (rc)
+        goto err_free;
+    fm_info("core", "rank %d of %d, %d on this node, bootstrap %s", ctx->rank, ctx->size,
+            ctx->nprocs, ctx->boot.ops->name);
+    *out = ctx;
+    return 0;
+
+err_free:
+    fm_error("init", "%s", err[0] ? err : fm_strerror(rc));
+    ctx_free(ctx);
+    return rc;
+}
+
+int fm_finalize(fm_ctx *ctx)
+{
+    if (!ctx)
+        return FM_EINVAL;
+    /* Say "finalized" first: senders that find our endpoints closed then
+     * fail with FM_EPEERLOST instead of retrying. */
+    __atomic_store_n(&ctx->seg->state, FM_SEG_FINALIZED, __ATOMIC_RELEASE);
+    for (int s = 0; s < FM_EP_MAX_LIMIT; s++)
+        if (ctx->eps[s])
+            fm_ep_close(ctx->eps[s]);
+    ctx_free(ctx);
+    return 0;
+}
+
+int fm_rank(const fm_ctx *ctx) { return ctx ? ctx->rank : FM_EINVAL; }
+int fm_size(const fm_ctx *ctx) { return ctx ? ctx->size : FM_EINVAL; }
+
+fm_addr fm_addr_of(const fm_ctx *ctx, int rank, uint32_t channel)
+{
+    if (!ctx || rank < 0 || rank >= ctx->size)
+        return FM_ADDR_NONE;
+    return fm_addr_make(rank, channel);
+}
+
+int fm_addr_rank(const fm_ctx *ctx, fm_addr addr)
+{
+    int r = fm_addr_rank_of(addr);
+    if (!ctx || addr == FM_ADDR_NONE || r < 0 || r >= ctx->size)
+        return -1;
+    return r;
+}
+
+void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state)
+{
+    struct fm_peer *p = &ctx->peers[rank];
+    if (p->state != FM_PEER_UP)
+        return;
+    __atomic_store_n(&p->state, (uint8_t)state, __ATOMIC_RELEASE);
+    if (state == FM_PEER_FAILED) {
+        ctx->lost[ctx->nlost] = rank;
+        __atomic_store_n(&ctx->nlost, ctx->nlost + 1, __ATOMIC_RELEASE);
+        fm_info("core", "rank %d is lost", rank);
+    }
+}
+
+void fm_ctx_check_peers(fm_ctx *ctx, int force)
+{
+    uint64_t now = fm_now_coarse_ns();
+    if (!force && now < __atomic_load_n(&ctx->next_check_ns, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&ctx->next_check_ns, now + (uint64_t)ctx->cfg.peer_check_ms * 1000000u,
+                     __ATOMIC_RELAXED);
+    if (pthread_mutex_trylock(&ctx->lock) != 0)
+        return;
+    struct epoll_event ev[16];
+    int n = epoll_wait(ctx->epfd, ev, 16, 0);
+    for (int i = 0; i < n; i++) {
+        struct fm_proc *p = &ctx->procs[ev[i].data.u32];
+        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+        close(p->pidfd);
+        p->pidfd = -1;
+        int finalized = __atomic_load_n(&p->seg->state, __ATOMIC_ACQUIRE) == FM_SEG_FINALIZED;
+        fm_ctx_peer_gone(ctx, p->rank, finalized ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+int fm_progress(fm_ctx *ctx)
+{
+    if (!ctx)
+        return FM_EINVAL;
+    uint32_t before = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
+    fm_ctx_check_peers(ctx, 1);
+    return (int)(__atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE) - before);
+}

@@ -1,0 +1,146 @@
+/*
+ * Internal state of the core: the context (one per process), the table of
+ * peers, the processes of this node, and endpoints with their send routes
+ * and receive rings.
+ */
+#ifndef FM_CTX_H
+#define FM_CTX_H
+
+#include "boot/boot.h"
+#include "config.h"
+#include "fastmsg.h"
+#include "shm/segment.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+/* Why a rank can no longer be reached. */
+enum fm_peer_state {
+    FM_PEER_UP = 0,
+    FM_PEER_FINALIZED = 1, /* left the job through fm_finalize */
+    FM_PEER_FAILED = 2,    /* died or stopped answering */
+};
+
+/* One per rank of the job: the only per-rank state, so O(N) per process. */
+struct fm_peer {
+    int32_t proc;  /* index in ctx->procs if on this node, else -1 */
+    uint8_t state; /* enum fm_peer_state; written under ctx->lock, read anywhere */
+};
+
+/* An opened doorbell of an endpoint of a local process. */
+struct fm_bell {
+    int fd;       /* our descriptor for its pipe, -1 if not opened */
+    uint32_t gen; /* endpoint generation it belongs to */
+};
+
+/* A process of the job on this node (including this one). */
+struct fm_proc {
+    int rank;
+    pid_t pid;
+    int pidfd;              /* readable once it exits; -1 after that was handled */
+    int memfd;              /* its segment */
+    struct fm_seg_hdr *seg; /* our mapping of its segment */
+    struct fm_bell *bells;  /* [ep_max], under ctx->lock */
+};
+
+struct fm_ctx {
+    struct fm_config cfg;
+    struct fm_boot boot;
+    int rank;
+    int size;
+    struct fm_peer *peers; /* [size] */
+    struct fm_proc *procs; /* [nprocs], in rank order */
+    int nprocs;
+    int my_proc;
+    struct fm_seg_hdr *seg; /* own segment */
+    fm_ep *eps[FM_EP_MAX_LIMIT];
+    pthread_mutex_t lock; /* slow paths only: endpoints, liveness, doorbells */
+    int epfd;             /* pidfds of the local peers */
+    int *lost;            /* failed ranks in the order they were found: [size] */
+    uint32_t nlost;       /* entries of lost[] (atomic) */
+    uint64_t next_check_ns; /* when a retry path next checks liveness (atomic) */
+    int oversubscribed;     /* more ranks on this node than CPUs we may use */
+};
+
+/* Receive side of one ring. */
+struct fm_rx {
+    struct fm_ring ring;
+    uint64_t rd;     /* next record to read */
+    uint32_t nheld;  /* messages read from it but not yet released */
+    uint8_t broken;  /* a header failed validation: the ring is no longer read */
+    fm_addr src;     /* sending endpoint, as its last FM_REC_SRC record said */
+};
+
+struct fm_held {
+    struct fm_rx *rx;
+    uint64_t end; /* ring position after the message */
+};
+
+/* Where messages to one address go: a ring in the receiver's segment. */
+struct fm_route {
+    fm_addr dst;
+    uint32_t gen;          /* generation of the receiving endpoint when resolved */
+    struct fm_seg_ep *dir; /* its directory entry (gen, sleeping) */
+    struct fm_ring ring;
+    int proc;              /* receiver's local process index */
+    int slot;              /* receiver's endpoint slot */
+    uint8_t need_src;      /* the ring must first learn our channel */
+};
+
+/* A route whose ring was too full for a send, and the free bytes it needs. */
+struct fm_want {
+    struct fm_route *rt;
+    uint64_t need;
+};
+
+struct fm_ep {
+    fm_ctx *ctx;
+    uint32_t channel;
+    int slot;
+    struct fm_seg_ep *dir; /* own directory entry */
+
+    /* receive */
+    struct fm_rx *rx;      /* [nprocs * ep_max], indexed like the rings */
+    int *active;           /* indices of claimed rings, polled round-robin */
+    int nactive;
+    int next;              /* where the next poll starts */
+    uint32_t nclaimed_seen;
+    struct fm_held *held;  /* FIFO of messages read but not released */
+    size_t held_cap, held_head, nheld;
+    uint32_t lost_seen;    /* entries of ctx->lost already reported */
+
+    /* send */
+    struct fm_route *last;    /* route of the last send: the fast path */
+    struct fm_route **routes; /* open-addressing table by destination */
+    size_t routes_cap, nroutes;
+    struct fm_route *grant;   /* route of an uncommitted fm_send_prepare */
+    size_t granted;           /* bytes it granted */
+    uint32_t sends_to_check;  /* sends left before the next liveness check */
+    struct fm_want *want_space; /* rings that were too full, for fm_wait */
+    int nwant, want_cap;
+    int want_open;             /* a send waits for an endpoint not yet open */
+
+    /* wait */
+    int epfd;    /* doorbell and ctx->epfd */
+    int bell_rd; /* doorbell pipe */
+    int bell_wr;
+};
+
+static inline fm_addr fm_addr_make(int rank, uint32_t channel)
+{
+    return ((fm_addr)(uint32_t)(rank + 1) << 32) | channel;
+}
+static inline int fm_addr_rank_of(fm_addr a) { return (int)(a >> 32) - 1; }
+static inline uint32_t fm_addr_channel(fm_addr a) { return (uint32_t)a; }
+
+/* Liveness: checks the local peers' pidfds if the last check is older than
+ * FM_PEER_CHECK_MS (or now if force); marks exited ranks. */
+void fm_ctx_check_peers(fm_ctx *ctx, int force);
+
+/* Marks rank as gone for `state`; called with ctx->lock held. */
+void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state);
+
+/* Whether fm_recv or a send on ep can make progress now (used by fm_wait). */
+int fm_ep_ready(fm_ep *ep);
+
+#endif

@@ -1,0 +1,449 @@
+/* Endpoints: opening channels, the send path (routes to rings) and the
+ * zero-copy receive path (held messages released oldest first). */
+#include "ctx.h"
+
+#include "log.h"
+#include "shm/shm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Sends between two checks of the peers' liveness on a path that never
+ * has to retry (the check itself is rate-limited by FM_PEER_CHECK_MS). */
+#define SENDS_PER_CHECK 4096
+
+/* ---- opening and closing ------------------------------------------------ */
+
+static void ep_free(fm_ep *ep)
+{
+    if (ep->epfd >= 0)
+        close(ep->epfd);
+    for (size_t i = 0; i < ep->routes_cap; i++)
+        free(ep->routes[i]);
+    free(ep->routes);
+    free(ep->want_space);
+    free(ep->held);
+    free(ep->active);
+    free(ep->rx);
+    free(ep);
+}
+
+int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
+{
+    if (!ctx || !out)
+        return FM_EINVAL;
+    int rc = 0, slot = -1;
+    pthread_mutex_lock(&ctx->lock);
+    for (int s = 0; s < ctx->cfg.ep_max; s++) {
+        if (ctx->eps[s] && ctx->eps[s]->channel == channel) {
+            rc = FM_EBUSY;
+            goto out_unlock;
+        }
+        if (!ctx->eps[s] && slot < 0)
+            slot = s;
+    }
+    if (slot < 0) {
+        rc = FM_ELIMIT;
+        goto out_unlock;
+    }
+    size_t rings = (size_t)ctx->nprocs * (size_t)ctx->cfg.ep_max;
+    fm_ep *ep = calloc(1, sizeof(*ep));
+    if (!ep) {
+        rc = FM_ENOMEM;
+        goto out_unlock;
+    }
+    ep->ctx = ctx;
+    ep->channel = channel;
+    ep->slot = slot;
+    ep->bell_rd = ep->bell_wr = -1;
+    ep->sends_to_check = SENDS_PER_CHECK;
+    ep->held_cap = 64;
+    /* Losses before the endpoint existed are not its news. */
+    ep->lost_seen = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
+    ep->rx = calloc(rings, sizeof(*ep->rx));
+    ep->active = calloc(rings, sizeof(*ep->active));
+    ep->held = calloc(ep->held_cap, sizeof(*ep->held));
+    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!ep->rx || !ep->active || !ep->held || ep->epfd < 0) {
+        rc = FM_ENOMEM;
+        goto err_free;
+    }
+    rc = fm_shm_ep_open(ep);
+    if (rc)
+        goto err_free;
+    struct epoll_event bell = {.events = EPOLLIN, .data.u32 = 0};
+    struct epoll_event peers = {.events = EPOLLIN, .data.u32 = 1};
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->bell_rd, &bell) < 0 ||
+        epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ctx->epfd, &peers) < 0) {
+        fm_shm_ep_close(ep);
+        rc = FM_ESYS;
+        goto err_free;
+    }
+    ctx->eps[slot] = ep;
+    *out = ep;
+    goto out_unlock;
+
+err_free:
+    ep_free(ep);
+out_unlock:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int fm_ep_close(fm_ep *ep)
+{
+    if (!ep)
+        return FM_EINVAL;
+    fm_ctx *ctx = ep->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->eps[ep->slot] = NULL;
+    fm_shm_ep_close(ep);
+    pthread_mutex_unlock(&ctx->lock);
+    ep_free(ep);
+    return 0;
+}
+
+fm_addr fm_ep_addr(const fm_ep *ep)
+{
+    return ep ? fm_addr_make(ep->ctx->rank, ep->channel) : FM_ADDR_NONE;
+}
+
+/* ---- routes: destination address -> ring --------------------------------- */
+
+static size_t route_hash(fm_addr a, size_t cap)
+{
+    return (size_t)((a * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static struct fm_route **route_slot(fm_ep *ep, fm_addr dst)
+{
+    size_t i = route_hash(dst, ep->routes_cap);
+    while (ep->routes[i] && ep->routes[i]->dst != dst)
+        i = (i + 1) & (ep->routes_cap - 1);
+    return &ep->routes[i];
+}
+
+static int routes_grow(fm_ep *ep)
+{
+    size_t old_cap = ep->routes_cap, cap = old_cap ? old_cap * 2 : 16;
+    struct fm_route **old = ep->routes;
+    ep->routes = calloc(cap, sizeof(*ep->routes));
+    if (!ep->routes) {
+        ep->routes = old;
+        return FM_ENOMEM;
+    }
+    ep->routes_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i])
+            *route_slot(ep, old[i]->dst) = old[i];
+    free(old);
+    return 0;
+}
+
+static int route_valid(const struct fm_route *rt)
+{
+    return rt->dir && __atomic_load_n(&rt->dir->gen, __ATOMIC_ACQUIRE) == rt->gen;
+}
+
+/* The route to dst, resolved (again) if the receiving endpoint changed. */
+static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
+{
+    fm_ctx *ctx = ep->ctx;
+    int rank = fm_addr_rank(ctx, dst);
+    if (rank < 0)
+        return FM_EINVAL;
+    if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
+        return FM_EPEERLOST;
+    if (ctx->peers[rank].proc < 0)
+        return FM_EUNREACH;
+    if (ep->nroutes * 2 >= ep->routes_cap && routes_grow(ep))
+        return FM_ENOMEM;
+    struct fm_route **slot = route_slot(ep, dst);
+    struct fm_route *rt = *slot;
+    if (!rt) {
+        rt = calloc(1, sizeof(*rt));
+        if (!rt)
+            return FM_ENOMEM;
+        rt->dst = dst;
+        *slot = rt;
+        ep->nroutes++;
+    }
+    if (!route_valid(rt)) {
+        int rc = fm_shm_resolve(ep, rank, fm_addr_channel(dst), rt);
+        if (rc) {
+            rt->dir = NULL;
+            if (rc == FM_EAGAIN)
+                ep->want_open = 1;
+            return rc;
+        }
+    }
+    ep->last = rt;
+    *out = rt;
+    return 0;
+}
+
+/* The smallest part of a `len`-byte send that the shm link takes: a send
+ * that found too little room waits until this much fits. */
+static size_t smallest_part(const fm_ep *ep, size_t len)
+{
+    return FM_MIN(len, (size_t)ep->ctx->cfg.shm_max_msg / 4);
+}
+
+/* Remembers that a send to rt found its ring full, for fm_wait. */
+static void want_space(fm_ep *ep, struct fm_route *rt, uint64_t need)
+{
+    for (int i = 0; i < ep->nwant; i++)
+        if (ep->want_space[i].rt == rt) {
+            ep->want_space[i].need = FM_MIN(ep->want_space[i].need, need);
+            return;
+        }
+    if (ep->nwant == ep->want_cap) {
+        int cap = ep->want_cap ? ep->want_cap * 2 : 8;
+        struct fm_want *w = realloc(ep->want_space, (size_t)cap * sizeof(*w));
+        if (!w)
+            return; /* fm_wait then only learns of space by polling */
+        ep->want_space = w;
+        ep->want_cap = cap;
+    }
+    ep->want_space[ep->nwant++] = (struct fm_want){rt, need};
+}
+
+/* A send that cannot go now: was it because the peer is gone? */
+static ssize_t send_again(fm_ep *ep, fm_addr dst, struct fm_route *rt, int rc, uint64_t need)
+{
+    fm_ctx *ctx = ep->ctx;
+    if (rt)
+        want_space(ep, rt, need);
+    fm_ctx_check_peers(ctx, 0);
+    int rank = fm_addr_rank_of(dst);
+    if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
+        return FM_EPEERLOST;
+    return rc;
+}
+
+/* Finds the route for a send: the last one if it still holds. */
+static inline int route_for_send(fm_ep *ep, fm_addr dst, struct fm_route **rt)
+{
+    struct fm_route *last = ep->last;
+    if (fm_likely(last && last->dst == dst && route_valid(last))) {
+        *rt = last;
+        return 0;
+    }
+    return route_get(ep, dst, rt);
+}
+
+static inline void count_send(fm_ep *ep)
+{
+    if (fm_unlikely(--ep->sends_to_check == 0)) {
+        ep->sends_to_check = SENDS_PER_CHECK;
+        fm_ctx_check_peers(ep->ctx, 0);
+    }
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
+{
+    if (fm_unlikely(!ep || iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)))
+        return FM_EINVAL;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (fm_unlikely(iov[i].iov_len && !iov[i].iov_base))
+            return FM_EINVAL;
+        total += iov[i].iov_len;
+        if (fm_unlikely(total < iov[i].iov_len || total > SSIZE_MAX))
+            return FM_EMSGSIZE;
+    }
+    ep->grant = NULL;
+    struct fm_route *rt;
+    int rc = route_for_send(ep, dst, &rt);
+    if (fm_unlikely(rc))
+        return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
+    if (fm_unlikely(ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP))
+        return FM_EPEERLOST;
+    ssize_t n = fm_shm_send(ep, rt, iov, iovcnt, total);
+    if (fm_unlikely(n < 0))
+        return send_again(ep, dst, rt, (int)n,
+                          FM_REC_SIZE(smallest_part(ep, total)) + FM_REC_HDR);
+    count_send(ep);
+    return n;
+}
+
+ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
+{
+    if (!ep || !buf)
+        return FM_EINVAL;
+    ep->grant = NULL;
+    struct fm_route *rt;
+    int rc = route_for_send(ep, dst, &rt);
+    if (rc)
+        return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
+    if (ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP)
+        return FM_EPEERLOST;
+    void *p;
+    ssize_t n = fm_shm_grant(ep, rt, len, &p);
+    if (n < 0)
+        return send_again(ep, dst, rt, (int)n,
+                          fm_ring_grant_need(&rt->ring, smallest_part(ep, len)));
+    ep->grant = rt;
+    ep->granted = (size_t)n;
+    *buf = p;
+    return n;
+}
+
+int fm_send_commit(fm_ep *ep, size_t len)
+{
+    if (!ep || !ep->grant || len > ep->granted)
+        return FM_EINVAL;
+    struct fm_route *rt = ep->grant;
+    ep->grant = NULL;
+    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+    fm_shm_notify(ep->ctx, rt);
+    count_send(ep);
+    return 0;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static int held_grow(fm_ep *ep)
+{
+    size_t cap = ep->held_cap * 2;
+    struct fm_held *h = malloc(cap * sizeof(*h));
+    if (!h)
+        return FM_ENOMEM;
+    for (size_t i = 0; i < ep->nheld; i++)
+        h[i] = ep->held[(ep->held_head + i) & (ep->held_cap - 1)];
+    free(ep->held);
+    ep->held = h;
+    ep->held_cap = cap;
+    ep->held_head = 0;
+    return 0;
+}
+
+/* Moves the read position past a record that carries no message. */
+static void rx_skip(struct fm_rx *rx, uint64_t rec)
+{
+    rx->rd += rec;
+    if (rx->nheld == 0)
+        fm_ring_release(&rx->ring, rx->rd);
+}
+
+/* Takes the next message of one ring: its length, or -1 if none. */
+static ssize_t rx_take(fm_ep *ep, struct fm_rx *rx, struct iovec *seg, int *nseg, fm_addr *src)
+{
+    for (;;) {
+        uint64_t h = fm_ring_peek(&rx->ring, rx->rd);
+        if (!h || rx->broken)
+            return -1;
+        if (fm_unlikely(!fm_ring_hdr_valid(&rx->ring, h))) {
+            rx->broken = 1;
+            fm_log_limited(FM_LOG_ERROR, "shm", 5,
+                           "a ring to channel %u holds a bad header %#llx: no longer read",
+                           ep->channel, (unsigned long long)h);
+            return -1;
+        }
+        uint32_t len = FM_REC_LEN(h);
+        switch (FM_REC_TYPE(h)) {
+        case FM_REC_DATA:
+            if (fm_unlikely(ep->nheld == ep->held_cap) && held_grow(ep))
+                return -1;
+            *nseg = fm_ring_segments(&rx->ring, rx->rd, len, seg);
+            if (src)
+                *src = rx->src;
+            rx->rd += FM_REC_SIZE(len);
+            rx->nheld++;
+            ep->held[(ep->held_head + ep->nheld) & (ep->held_cap - 1)] =
+                (struct fm_held){rx, rx->rd};
+            ep->nheld++;
+            return len;
+        case FM_REC_SRC: {
+            uint32_t channel;
+            memcpy(&channel, (unsigned char *)fm_ring_word(&rx->ring, rx->rd + FM_REC_HDR), 4);
+            int proc = (int)rx->ring.ctl->producer_proc;
+            if (proc < ep->ctx->nprocs)
+                rx->src = fm_addr_make(ep->ctx->procs[proc].rank, channel);
+            rx_skip(rx, FM_REC_SIZE(len));
+            break;
+        }
+        default: /* FM_REC_PAD */
+            rx_skip(rx, FM_REC_SIZE(len));
+            break;
+        }
+    }
+}
+
+ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *src)
+{
+    if (fm_unlikely(!ep || !seg || !nseg))
+        return FM_EINVAL;
+    fm_ctx *ctx = ep->ctx;
+    /* Read before the rings: a peer's last messages are delivered before
+     * its loss is reported. */
+    uint32_t nlost = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
+    if (fm_unlikely(__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen))
+        fm_shm_refresh_rx(ep);
+    int n = ep->nactive;
+    for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
+        ssize_t len = rx_take(ep, &ep->rx[ep->active[idx]], seg, nseg, src);
+        if (len >= 0) {
+            ep->next = idx + 1 == n ? 0 : idx + 1;
+            return len;
+        }
+    }
+    if (ep->lost_seen < nlost) {
+        int rank = ctx->lost[ep->lost_seen++];
+        if (src)
+            *src = fm_addr_make(rank, ep->channel);
+        return FM_EPEERLOST;
+    }
+    fm_ctx_check_peers(ctx, 0);
+    return FM_EAGAIN;
+}
+
+int fm_recv_done(fm_ep *ep)
+{
+    if (!ep || ep->nheld == 0)
+        return FM_EINVAL;
+    struct fm_held h = ep->held[ep->held_head];
+    ep->held_head = (ep->held_head + 1) & (ep->held_cap - 1);
+    ep->nheld--;
+    struct fm_rx *rx = h.rx;
+    rx->nheld--;
+    /* With nothing else held in this ring, skipped records go too. */
+    fm_ring_release(&rx->ring, rx->nheld ? h.end : rx->rd);
+    /* Pairs with the fence a sender makes between asking for space and
+     * rechecking head before it sleeps. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    struct fm_ring_ctl *ctl = rx->ring.ctl;
+    if (fm_unlikely(__atomic_load_n(&ctl->space_wanted, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&ctl->space_wanted, 0, __ATOMIC_RELAXED);
+        fm_shm_ring_bell(ep->ctx, (int)ctl->producer_proc, (int)ctl->producer_ep);
+    }
+    return 0;
+}
+
+/* ---- readiness, for fm_wait ------------------------------------------------ */
+
+int fm_ep_ready(fm_ep *ep)
+{
+    if (__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen ||
+        ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE))
+        return 1;
+    for (int i = 0; i < ep->nactive; i++) {
+        struct fm_rx *rx = &ep->rx[ep->active[i]];
+        if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))
+            return 1;
+    }
+    for (int i = 0; i < ep->nwant; i++) {
+        struct fm_route *rt = ep->want_space[i].rt;
+        uint64_t need = ep->want_space[i].need;
+        if (!route_valid(rt) || fm_ring_free(&rt->ring, need) >= need) {
+            ep->nwant = 0; /* the caller retries its sends */
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,52 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int fm_log_level_cur = FM_LOG_ERROR;
+static int log_rank = -1;
+
+static const char *const level_names[] = {"none", "error", "warn", "info", "debug"};
+
+int fm_log_parse_level(const char *s)
+{
+    for (int i = 0; i < (int)(sizeof(level_names) / sizeof(level_names[0])); i++)
+        if (strcmp(s, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void fm_log_init(void)
+{
+    const char *s = getenv("FM_LOG");
+    if (s && *s) {
+        int l = fm_log_parse_level(s);
+        fm_log_level_cur = l >= 0 ? l : FM_LOG_WARN;
+    }
+    const char *r = getenv("PMI_RANK");
+    log_rank = r ? atoi(r) : -1;
+}
+
+void fm_log_write(int level, const char *subsys, const char *fmt, ...)
+{
+    char line[1024];
+    int n;
+    if (log_rank >= 0)
+        n = snprintf(line, sizeof(line), "fastmsg[%d] %s %s: ", log_rank,
+                     level_names[level], subsys);
+    else
+        n = snprintf(line, sizeof(line), "fastmsg[pid %d] %s %s: ", (int)getpid(),
+                     level_names[level], subsys);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    /* One write() per line so lines of different ranks do not interleave. */
+    ssize_t rc = write(STDERR_FILENO, line, len);
+    (void)rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * fm_wait: spin briefly, then block in the kernel.
+ *
+ * Spinning answers fastest while the peer has a core of its own. When the
+ * node runs more ranks than CPUs, a spinning rank takes the core its peer
+ * needs, so the spin is cut short and the rank yields before it blocks.
+ * Blocking arms the endpoint's `sleeping` flag (senders then write its
+ * doorbell pipe) and, for full rings, the rings' `space_wanted` flags
+ * (receivers then write this endpoint's doorbell when they free space);
+ * exiting peers wake it through their pidfds.
+ */
+#include "ctx.h"
+
+#include "shm/shm.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Spin and yield budget when ranks outnumber CPUs. */
+#define OVERSUBSCRIBED_SPIN_NS 2000u
+#define OVERSUBSCRIBED_YIELDS 64
+
+static void arm(fm_ep *ep, uint32_t on)
+{
+    __atomic_store_n(&ep->dir->sleeping, on, __ATOMIC_RELAXED);
+    for (int i = 0; i < ep->nwant; i++)
+        __atomic_store_n(&ep->want_space[i].rt->ring.ctl->space_wanted, on, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void drain_bell(fm_ep *ep)
+{
+    char buf[64];
+    while (read(ep->bell_rd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+        ;
+}
+
+int fm_wait(fm_ep *ep, int timeout_ms)
+{
+    if (!ep || timeout_ms < -1)
+        return FM_EINVAL;
+    fm_ctx *ctx = ep->ctx;
+    if (fm_ep_ready(ep))
+        return 0;
+    uint64_t now = fm_now_ns();
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * 1000000u;
+    uint64_t spin_ns = (uint64_t)ctx->cfg.wait_spin_us * 1000u;
+    if (ctx->oversubscribed)
+        spin_ns = FM_MIN(spin_ns, OVERSUBSCRIBED_SPIN_NS);
+    uint64_t spin_end = FM_MIN(deadline, now + spin_ns);
+    while (now < spin_end) {
+        for (int i = 0; i < 32; i++) {
+            fm_cpu_relax();
+            if (fm_ep_ready(ep))
+                return 0;
+        }
+        now = fm_now_ns();
+    }
+    if (ctx->oversubscribed && spin_ns > 0) {
+        for (int i = 0; i < OVERSUBSCRIBED_YIELDS && now < deadline; i++) {
+            sched_yield();
+            if (fm_ep_ready(ep))
+                return 0;
+            now = fm_now_ns();
+        }
+    }
+    for (;;) {
+        int ms = -1;
+        if (deadline != UINT64_MAX)
+            ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
+        /* An endpoint that is not open yet rings no doorbell: poll for it. */
+        if (ep->want_open)
+            ms = ms < 0 ? 1 : FM_MIN(ms, 1);
+        arm(ep, 1);
+        if (fm_ep_ready(ep)) {
+            arm(ep, 0);
+            return 0;
+        }
+        struct epoll_event ev[2];
+        int n = epoll_wait(ep->epfd, ev, 2, ms);
+        arm(ep, 0);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.u32 == 0)
+                drain_bell(ep);
+            else
+                fm_ctx_check_peers(ctx, 1);
+        }
+        if (n < 0 && errno != EINTR)
+            return FM_ESYS;
+        if (ep->want_open) {
+            ep->want_open = 0;
+            return 0; /* the caller retries its send */
+        }
+        if (fm_ep_ready(ep))
+            return 0;
+        now = fm_now_ns();
+        if (now >= deadline)
+            return FM_ETIMEDOUT;
+    }
+}

@@ -1,0 +1,704 @@
+/*
+ * The core API conformance suite: every case holds for every transport.
+ * Run one case per job: fmrun -n N conformance CASE (tests/CMakeLists.txt
+ * lists the cases with their rank counts and environments).
+ */
+#include "testing/fmtest.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CH 7 /* the channel most cases use */
+#define FM_MIN_(a, b) ((a) < (b) ? (a) : (b))
+
+static fm_ctx *ctx;
+static fm_ep *ep;
+static int rank, size;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Receives one message that must be `len` bytes of pattern `seed` from `from`. */
+static void expect_msg(int from, uint64_t seed, size_t len)
+{
+    unsigned char *buf = malloc(len + 1);
+    fm_addr src;
+    long n = fmt_recv_copy(ep, buf, len + 1, &src);
+    CHECK_EQ(n, (long)len);
+    CHECK_EQ(fm_addr_rank(ctx, src), from);
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != fmt_pattern(seed, i))
+            fmt_fail(__FILE__, __LINE__, "byte %zu of a %zu-byte message differs", i, len);
+    free(buf);
+}
+
+static void send_pattern(int to, uint64_t seed, size_t len)
+{
+    unsigned char *buf = malloc(len + 1);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = fmt_pattern(seed, i);
+    struct iovec v = {buf, len};
+    ssize_t n;
+    while ((n = fm_send(ep, fm_addr_of(ctx, to, CH), &v, 1)) == FM_EAGAIN)
+        fm_wait(ep, 100);
+    CHECK_EQ(n, (long)len);
+    free(buf);
+}
+
+/* A simple barrier over the API itself: everyone tells rank 0, rank 0 answers. */
+static void barrier(void)
+{
+    char b = 0;
+    if (rank == 0) {
+        for (int i = 1; i < size; i++)
+            CHECK_EQ(fmt_recv_copy(ep, &b, 1, NULL), 1);
+        for (int i = 1; i < size; i++)
+            CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, i, CH), &b, 1), 1);
+    } else {
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH), &b, 1), 1);
+        CHECK_EQ(fmt_recv_copy(ep, &b, 1, NULL), 1);
+    }
+}
+
+/* Every pair of ranks (and every rank with itself) exchanges messages of
+ * each size in turn. Only per-sender order may be assumed: a fast sender's
+ * next size can arrive before a slow sender's current one. */
+static void case_pingpong(void)
+{
+    static const size_t sizes[] = {0, 1, 8, 63, 64, 65, 1000, 4000}; /* <= FM_SHM_MAX_MSG */
+    const int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
+    int next[64] = {0}; /* index of the size expected next from each rank */
+    CHECK(size <= 64);
+    for (int s = 0; s < nsizes; s++) {
+        for (int to = 0; to < size; to++)
+            send_pattern(to, (uint64_t)rank * 1000 + (uint64_t)s, sizes[s]);
+        for (int k = 0; k < size; k++) {
+            unsigned char buf[16384];
+            fm_addr src;
+            long n = fmt_recv_copy(ep, buf, sizeof(buf), &src);
+            int from = fm_addr_rank(ctx, src);
+            CHECK(from >= 0 && from < size);
+            CHECK_EQ(src, fm_addr_of(ctx, from, CH));
+            int idx = next[from]++;
+            CHECK(idx < nsizes);
+            CHECK_EQ(n, (long)sizes[idx]);
+            for (long i = 0; i < n; i++)
+                CHECK_EQ(buf[i], fmt_pattern((uint64_t)from * 1000 + (uint64_t)idx, (uint64_t)i));
+        }
+    }
+    for (int i = 0; i < size; i++)
+        CHECK_EQ(next[i], nsizes);
+}
+
+/* Many senders, one receiver: each sender's messages arrive in order. */
+static void case_order_many(void)
+{
+    const uint32_t per_sender = 20000;
+    if (rank == 0) {
+        uint32_t *next = calloc((size_t)size, sizeof(uint32_t));
+        for (uint64_t k = 0; k < (uint64_t)per_sender * (uint64_t)(size - 1); k++) {
+            uint32_t msg[2];
+            fm_addr src;
+            CHECK_EQ(fmt_recv_copy(ep, msg, sizeof(msg), &src), sizeof(msg));
+            int from = fm_addr_rank(ctx, src);
+            CHECK_EQ(msg[0], (uint32_t)from);
+            CHECK_EQ(msg[1], next[from]);
+            next[from]++;
+        }
+        for (int i = 1; i < size; i++)
+            CHECK_EQ(next[i], per_sender);
+        free(next);
+    } else {
+        for (uint32_t i = 0; i < per_sender; i++) {
+            uint32_t msg[2] = {(uint32_t)rank, i};
+            CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH), msg, sizeof(msg)), 1);
+        }
+    }
+}
+
+/*
+ * Partial sends: with a small ring, one fm_send of a large gathered buffer
+ * takes a prefix; the rest goes as further messages and the receiver
+ * reassembles the exact bytes. Wrap-around splits some messages in two.
+ */
+static void case_partial_wrap(void)
+{
+    const size_t total = 3 * 1000 * 1000 + 7;
+    if (rank == 0) {
+        unsigned char *buf = malloc(total);
+        for (size_t i = 0; i < total; i++)
+            buf[i] = fmt_pattern(42, i);
+        /* Three iovec pieces of odd sizes, re-sliced as the sends progress. */
+        size_t off = 0, partial = 0;
+        while (off < total) {
+            size_t a = FM_MIN_(total - off, 1001);
+            size_t b = FM_MIN_(total - off - a, 33333);
+            struct iovec v[3] = {{buf + off, a}, {buf + off + a, b},
+                                 {buf + off + a + b, total - off - a - b}};
+            ssize_t n = fm_send(ep, fm_addr_of(ctx, 1, CH), v, 3);
+            if (n == FM_EAGAIN) {
+                fm_wait(ep, 100);
+                continue;
+            }
+            CHECK(n > 0);
+            partial += (size_t)n < total - off;
+            off += (size_t)n;
+        }
+        CHECK(partial > 0);
+        free(buf);
+    } else if (rank == 1) {
+        size_t got = 0, split = 0;
+        while (got < total) {
+            struct iovec seg[FM_SEGS_MAX];
+            int nseg;
+            fm_addr src;
+            ssize_t n = fm_recv(ep, seg, &nseg, &src);
+            if (n == FM_EAGAIN) {
+                fm_wait(ep, 100);
+                continue;
+            }
+            CHECK(n > 0);
+            CHECK(nseg >= 1 && nseg <= FM_SEGS_MAX);
+            split += nseg > 1;
+            for (int s = 0; s < nseg; s++) {
+                const unsigned char *p = seg[s].iov_base;
+                for (size_t i = 0; i < seg[s].iov_len; i++)
+                    if (p[i] != fmt_pattern(42, got + i))
+                        fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", got + i);
+                got += seg[s].iov_len;
+            }
+            CHECK_RC(fm_recv_done(ep), 0);
+        }
+        CHECK_EQ(got, total);
+        CHECK(split > 0);
+    }
+}
+
+/* Several held messages stay valid and are released oldest first. */
+static void case_held(void)
+{
+    if (rank == 0) {
+        for (uint64_t i = 0; i < 5; i++)
+            send_pattern(1, 100 + i, 3000 + i);
+    } else if (rank == 1) {
+        struct iovec seg[5][FM_SEGS_MAX];
+        int nseg[5];
+        ssize_t len[5];
+        CHECK_RC(fm_recv_done(ep), FM_EINVAL); /* nothing held */
+        for (int i = 0; i < 5; i++) {
+            fm_addr src;
+            while ((len[i] = fm_recv(ep, seg[i], &nseg[i], &src)) == FM_EAGAIN)
+                fm_wait(ep, 100);
+            CHECK_EQ(len[i], 3000 + i);
+        }
+        /* All five still readable in place, then released one by one. */
+        for (int i = 0; i < 5; i++) {
+            size_t off = 0;
+            for (int s = 0; s < nseg[i]; s++)
+                for (size_t k = 0; k < seg[i][s].iov_len; k++, off++)
+                    CHECK_EQ(((unsigned char *)seg[i][s].iov_base)[k],
+                             fmt_pattern(100 + (uint64_t)i, off));
+            CHECK_EQ(off, (size_t)len[i]);
+        }
+        for (int i = 0; i < 5; i++) {
+            CHECK_RC(fm_recv_done(ep), 0);
+            /* Releasing the oldest leaves the newer ones intact. */
+            for (int j = i + 1; j < 5; j++)
+                CHECK_EQ(((unsigned char *)seg[j][0].iov_base)[0],
+                         fmt_pattern(100 + (uint64_t)j, 0));
+        }
+        CHECK_RC(fm_recv_done(ep), FM_EINVAL);
+    }
+}
+
+/* A receiver that does not read: the sender gets FM_EAGAIN after a bounded
+ * amount, nothing is lost, and fm_wait wakes the sender when space frees. */
+static void case_backpressure(void)
+{
+    char b;
+    fm_ep *data = NULL;
+    if (rank == 1)
+        CHECK_RC(fm_ep_open(ctx, 0, &data), 0);
+    barrier();
+    if (rank == 0) {
+        uint32_t sent = 0;
+        unsigned char msg[512];
+        for (;;) {
+            memset(msg, (int)(sent & 0xff), sizeof(msg));
+            struct iovec v = {msg, sizeof(msg)};
+            ssize_t n = fm_send(ep, fm_addr_of(ctx, 1, 0), &v, 1);
+            if (n == FM_EAGAIN)
+                break;
+            CHECK_EQ(n, (long)sizeof(msg));
+            sent++;
+            CHECK(sent < 100000); /* bounded: the ring, not an unbounded queue */
+        }
+        CHECK(sent > 0);
+        /* Tell rank 1 (on another channel) how many went, then keep sending:
+         * each fm_wait must end because rank 1 frees space. */
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 1, CH), &sent, sizeof(sent)), 1);
+        for (uint32_t i = 0; i < 2 * sent; i++) {
+            memset(msg, (int)((sent + i) & 0xff), sizeof(msg));
+            struct iovec v = {msg, sizeof(msg)};
+            ssize_t n;
+            while ((n = fm_send(ep, fm_addr_of(ctx, 1, 0), &v, 1)) == FM_EAGAIN)
+                CHECK_RC(fm_wait(ep, 10000), 0);
+            CHECK_EQ(n, (long)sizeof(msg));
+        }
+        CHECK_EQ(fmt_recv_copy(ep, &b, 1, NULL), 1);
+    } else if (rank == 1) {
+        uint32_t sent;
+        CHECK_EQ(fmt_recv_copy(ep, &sent, sizeof(sent), NULL), sizeof(sent));
+        sleep(1); /* the sender now waits in fm_wait */
+        for (uint32_t i = 0; i < 3 * sent; i++) {
+            unsigned char msg[512];
+            CHECK_EQ(fmt_recv_copy(data, msg, sizeof(msg), NULL), (long)sizeof(msg));
+            CHECK_EQ(msg[0], i & 0xff);
+            CHECK_EQ(msg[511], i & 0xff);
+        }
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH), &b, 1), 1);
+        CHECK_RC(fm_ep_close(data), 0);
+    }
+}
+
+/* Empty messages are messages: from an empty iovec, a zero-length piece,
+ * and an empty prepare/commit. */
+static void case_zero_length(void)
+{
+    if (rank == 0) {
+        char x = 'x';
+        struct iovec empty = {&x, 0};
+        fm_addr to = fm_addr_of(ctx, 1, CH);
+        ssize_t n;
+        while ((n = fm_send(ep, to, NULL, 0)) == FM_EAGAIN)
+            fm_wait(ep, 100);
+        CHECK_EQ(n, 0);
+        while ((n = fm_send(ep, to, &empty, 1)) == FM_EAGAIN)
+            fm_wait(ep, 100);
+        CHECK_EQ(n, 0);
+        void *buf;
+        while ((n = fm_send_prepare(ep, to, 0, &buf)) == FM_EAGAIN)
+            fm_wait(ep, 100);
+        CHECK_EQ(n, 0);
+        CHECK_RC(fm_send_commit(ep, 0), 0);
+        send_pattern(1, 5, 5);
+    } else if (rank == 1) {
+        for (int i = 0; i < 3; i++) {
+            struct iovec seg[FM_SEGS_MAX];
+            int nseg = -1;
+            fm_addr src;
+            ssize_t n;
+            while ((n = fm_recv(ep, seg, &nseg, &src)) == FM_EAGAIN)
+                fm_wait(ep, 100);
+            CHECK_EQ(n, 0);
+            CHECK_EQ(nseg, 0);
+            CHECK_EQ(fm_addr_rank(ctx, src), 0);
+            CHECK_RC(fm_recv_done(ep), 0);
+        }
+        expect_msg(0, 5, 5);
+    }
+}
+
+/* The zero-copy send path: build in place, commit less than granted,
+ * and a grant abandoned by the next call. */
+static void case_prepare(void)
+{
+    if (rank == 0) {
+        fm_addr to = fm_addr_of(ctx, 1, CH);
+        for (int round = 0; round < 2000; round++) {
+            size_t want = 1 + (size_t)round * 37 % 20000;
+            void *buf;
+            ssize_t g;
+            while ((g = fm_send_prepare(ep, to, want, &buf)) == FM_EAGAIN)
+                fm_wait(ep, 100);
+            CHECK(g >= 1 && (size_t)g <= want);
+            if (round % 10 == 3) {
+                /* Abandon this grant: nothing must arrive from it. */
+                memset(buf, 0xEE, (size_t)g);
+                continue;
+            }
+            size_t len = (size_t)g - (size_t)(round % 2 && g > 1);
+            for (size_t i = 0; i < len; i++)
+                ((unsigned char *)buf)[i] = fmt_pattern((uint64_t)round, i);
+            CHECK_RC(fm_send_commit(ep, len), 0);
+            CHECK_RC(fm_send_commit(ep, 0), FM_EINVAL); /* already committed */
+        }
+        CHECK_RC(fm_send_commit(ep, 0), FM_EINVAL);
+        send_pattern(1, 9, 1); /* end marker */
+    } else if (rank == 1) {
+        for (int round = 0; round < 2000; round++) {
+            if (round % 10 == 3)
+                continue;
+            unsigned char buf[20000];
+            long n = fmt_recv_copy(ep, buf, sizeof(buf), NULL);
+            CHECK(n >= 0);
+            for (long i = 0; i < n; i++)
+                CHECK_EQ(buf[i], fmt_pattern((uint64_t)round, (uint64_t)i));
+        }
+        expect_msg(0, 9, 1);
+    }
+}
+
+/* Channels separate message spaces; a channel not open yet means EAGAIN. */
+static void case_channels(void)
+{
+    fm_ep *a, *b;
+    CHECK_RC(fm_ep_open(ctx, 100, &a), 0);
+    CHECK_RC(fm_ep_open(ctx, 200, &b), 0);
+    CHECK_EQ(fm_ep_addr(a), fm_addr_of(ctx, rank, 100));
+    barrier();
+    int peer = (rank + 1) % size;
+    char m = 'A';
+    struct iovec v = {&m, 1};
+    /* 300 is open nowhere. */
+    CHECK_RC(fm_send(a, fm_addr_of(ctx, peer, 300), &v, 1), FM_EAGAIN);
+    CHECK_EQ(fmt_send_all(a, fm_addr_of(ctx, peer, 200), &m, 1), 1);
+    m = 'B';
+    CHECK_EQ(fmt_send_all(b, fm_addr_of(ctx, peer, 100), &m, 1), 1);
+    fm_addr src;
+    char got;
+    CHECK_EQ(fmt_recv_copy(b, &got, 1, &src), 1);
+    CHECK_EQ(got, 'A');
+    CHECK_EQ(src, fm_addr_of(ctx, (rank + size - 1) % size, 100));
+    CHECK_EQ(fmt_recv_copy(a, &got, 1, &src), 1);
+    CHECK_EQ(got, 'B');
+    CHECK_EQ(src, fm_addr_of(ctx, (rank + size - 1) % size, 200));
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    if (rank != 0) /* rank 0 may already hold the next barrier's messages */
+        CHECK_RC(fm_recv(ep, seg, &nseg, &src), FM_EAGAIN);
+    barrier();
+    /* A channel opened late receives what was sent while it was closed. */
+    if (rank == 0) {
+        m = 'L';
+        CHECK_EQ(fmt_send_all(a, fm_addr_of(ctx, 1, 300), &m, 1), 1);
+    } else if (rank == 1) {
+        fm_ep *late;
+        usleep(200 * 1000);
+        CHECK_RC(fm_ep_open(ctx, 300, &late), 0);
+        CHECK_EQ(fmt_recv_copy(late, &got, 1, &src), 1);
+        CHECK_EQ(got, 'L');
+        CHECK_EQ(src, fm_addr_of(ctx, 0, 100));
+        CHECK_RC(fm_ep_close(late), 0);
+    }
+    barrier();
+    CHECK_RC(fm_ep_close(a), 0);
+    CHECK_RC(fm_ep_close(b), 0);
+}
+
+/* Every invalid argument gets its code. */
+static void case_invalid(void)
+{
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    char x = 0;
+    struct iovec v = {&x, 1}, nullbase = {NULL, 1};
+    fm_addr self = fm_addr_of(ctx, rank, CH);
+    fm_ep *e;
+    void *buf;
+
+    CHECK_RC(fm_init(NULL), FM_EINVAL);
+    CHECK_RC(fm_finalize(NULL), FM_EINVAL);
+    CHECK_RC(fm_rank(NULL), FM_EINVAL);
+    CHECK_RC(fm_size(NULL), FM_EINVAL);
+    CHECK_RC(fm_progress(NULL), FM_EINVAL);
+    CHECK_RC(fm_ep_open(NULL, 1, &e), FM_EINVAL);
+    CHECK_RC(fm_ep_open(ctx, 1, NULL), FM_EINVAL);
+    CHECK_RC(fm_ep_open(ctx, CH, &e), FM_EBUSY);
+    CHECK_RC(fm_ep_close(NULL), FM_EINVAL);
+    CHECK_EQ(fm_ep_addr(NULL), FM_ADDR_NONE);
+
+    CHECK_EQ(fm_addr_of(NULL, 0, 1), FM_ADDR_NONE);
+    CHECK_EQ(fm_addr_of(ctx, -1, 1), FM_ADDR_NONE);
+    CHECK_EQ(fm_addr_of(ctx, size, 1), FM_ADDR_NONE);
+    CHECK_EQ(fm_addr_rank(ctx, FM_ADDR_NONE), -1);
+    CHECK_EQ(fm_addr_rank(ctx, ~(fm_addr)0), -1);
+    CHECK_EQ(fm_addr_rank(ctx, self), rank);
+
+    CHECK_RC(fm_send(NULL, self, &v, 1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, self, &v, -1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, self, &v, IOV_MAX + 1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, self, NULL, 1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, self, &nullbase, 1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, FM_ADDR_NONE, &v, 1), FM_EINVAL);
+    CHECK_RC(fm_send(ep, ((fm_addr)(uint32_t)(size + 5) << 32) | CH, &v, 1), FM_EINVAL);
+    struct iovec huge[2] = {{&x, SIZE_MAX / 2 + 1}, {&x, SIZE_MAX / 2 + 1}};
+    CHECK_RC(fm_send(ep, self, huge, 2), FM_EMSGSIZE);
+
+    CHECK_RC(fm_send_prepare(NULL, self, 1, &buf), FM_EINVAL);
+    CHECK_RC(fm_send_prepare(ep, self, 1, NULL), FM_EINVAL);
+    CHECK_RC(fm_send_prepare(ep, FM_ADDR_NONE, 1, &buf), FM_EINVAL);
+    CHECK_RC(fm_send_commit(NULL, 0), FM_EINVAL);
+    CHECK_RC(fm_send_commit(ep, 0), FM_EINVAL); /* nothing prepared */
+    ssize_t g = fm_send_prepare(ep, self, 16, &buf);
+    CHECK_EQ(g, 16);
+    CHECK_RC(fm_send_commit(ep, 17), FM_EINVAL); /* more than granted */
+    CHECK_RC(fm_send_commit(ep, 16), 0);
+
+    CHECK_RC(fm_recv(NULL, seg, &nseg, &src), FM_EINVAL);
+    CHECK_RC(fm_recv(ep, NULL, &nseg, &src), FM_EINVAL);
+    CHECK_RC(fm_recv(ep, seg, NULL, &src), FM_EINVAL);
+    CHECK_EQ(fm_recv(ep, seg, &nseg, NULL), 16); /* src is optional */
+    CHECK_RC(fm_recv_done(ep), 0);
+    CHECK_RC(fm_recv_done(ep), FM_EINVAL);
+    CHECK_RC(fm_recv_done(NULL), FM_EINVAL);
+    CHECK_RC(fm_wait(NULL, 0), FM_EINVAL);
+    CHECK_RC(fm_wait(ep, -2), FM_EINVAL);
+    CHECK_RC(fm_wait(ep, 0), FM_ETIMEDOUT);
+
+    /* FM_EP_MAX endpoints, then FM_ELIMIT. */
+    fm_ep *eps[64];
+    int n = 0;
+    int rc;
+    while ((rc = fm_ep_open(ctx, 1000 + (uint32_t)n, &eps[n])) == 0)
+        n++;
+    CHECK_RC(rc, FM_ELIMIT);
+    CHECK_EQ(n, 8 - 1); /* FM_EP_MAX=8, one is open already */
+    while (n > 0)
+        CHECK_RC(fm_ep_close(eps[--n]), 0);
+
+    /* Every code has its own name. */
+    int codes[] = {FM_EAGAIN, FM_EINVAL, FM_EMSGSIZE, FM_ENOMEM, FM_EPEERLOST, FM_ETIMEDOUT,
+                   FM_EBUSY, FM_ELIMIT, FM_EUNREACH, FM_EBOOT, FM_ESYS};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        CHECK(codes[i] < 0);
+        CHECK(strcmp(fm_strerror(codes[i]), "unknown error") != 0);
+        for (size_t j = 0; j < i; j++)
+            CHECK(strcmp(fm_strerror(codes[i]), fm_strerror(codes[j])) != 0);
+    }
+    CHECK(strcmp(fm_strerror(0), "success") == 0);
+    CHECK(strcmp(fm_strerror(-99999), "unknown error") == 0);
+}
+
+/*
+ * A rank killed in the middle of a transfer. The last rank streams to rank 0
+ * and kills itself; rank 0 must get every message sent before that, then
+ * FM_EPEERLOST from fm_recv naming it, and sends towards it must fail with
+ * FM_EPEERLOST too, all within 1 s of the death. Other ranks see the loss
+ * reported once by fm_recv. Run with fmrun --keep-going.
+ */
+static void case_kill(void)
+{
+    int victim = size - 1;
+    fm_ep *after; /* survivors talk here, apart from the victim's stream */
+    CHECK_RC(fm_ep_open(ctx, CH + 1, &after), 0);
+    barrier();
+    if (rank == victim) {
+        uint32_t seq = 0;
+        for (; seq < 50000; seq++)
+            CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH), &seq, sizeof(seq)), 1);
+        /* Die holding a half-written stream: no goodbye beyond the count. */
+        kill(getpid(), SIGKILL);
+    }
+    uint64_t t_last = 0;
+    if (rank == 0) {
+        uint32_t expect = 0;
+        for (;;) {
+            uint32_t seq;
+            fm_addr src;
+            long n = fmt_recv_copy(ep, &seq, sizeof(seq), &src);
+            if (n == FM_EPEERLOST) {
+                CHECK_EQ(fm_addr_rank(ctx, src), victim);
+                break;
+            }
+            CHECK_EQ(n, sizeof(seq));
+            CHECK_EQ(seq, expect);
+            expect++;
+            t_last = now_ns();
+        }
+        CHECK_EQ(expect, 50000);
+        CHECK(now_ns() - t_last < 1000000000u);
+    } else {
+        /* Others learn it from fm_recv too, once. */
+        fm_addr src;
+        char b;
+        CHECK_RC(fmt_recv_copy(ep, &b, 1, &src), FM_EPEERLOST);
+        CHECK_EQ(fm_addr_rank(ctx, src), victim);
+    }
+    /* Sends towards the dead rank fail at once and keep failing. */
+    uint64_t t0 = now_ns();
+    char b = 1;
+    struct iovec v = {&b, 1};
+    CHECK_RC(fm_send(ep, fm_addr_of(ctx, victim, CH), &v, 1), FM_EPEERLOST);
+    CHECK_RC(fm_send(ep, fm_addr_of(ctx, victim, 12345), &v, 1), FM_EPEERLOST);
+    void *buf;
+    CHECK_RC(fm_send_prepare(ep, fm_addr_of(ctx, victim, CH), 1, &buf), FM_EPEERLOST);
+    CHECK(now_ns() - t0 < 1000000000u);
+    /* Reported once per endpoint: now nothing. */
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    CHECK_RC(fm_recv(ep, seg, &nseg, &src), FM_EAGAIN);
+    /* The survivors still talk. */
+    int to = (rank + 1) % victim, from = (rank + victim - 1) % victim;
+    char m = (char)rank;
+    CHECK_EQ(fmt_send_all(after, fm_addr_of(ctx, to, CH + 1), &m, 1), 1);
+    /* This endpoint was open when the victim died: it hears of it once too. */
+    int lost_seen = 0, got = 0;
+    while (!lost_seen || !got) {
+        long n = fmt_recv_copy(after, &m, 1, &src);
+        if (n == FM_EPEERLOST) {
+            CHECK_EQ(fm_addr_rank(ctx, src), victim);
+            CHECK(!lost_seen++);
+            continue;
+        }
+        CHECK_EQ(n, 1);
+        CHECK_EQ(m, (char)from);
+        CHECK_EQ(fm_addr_rank(ctx, src), from);
+        CHECK(!got++);
+    }
+    CHECK_RC(fm_ep_close(after), 0);
+}
+
+/* A rank that leaves through fm_finalize is not a failure: sends to it fail
+ * with FM_EPEERLOST, but fm_recv reports nothing. */
+static void case_finalize(void)
+{
+    barrier();
+    if (rank == 1) {
+        CHECK_RC(fm_finalize(ctx), 0);
+        exit(0);
+    }
+    if (rank == 0) {
+        char b = 1;
+        struct iovec v = {&b, 1};
+        uint64_t t0 = now_ns();
+        ssize_t n;
+        while ((n = fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1)) >= 0 || n == FM_EAGAIN) {
+            CHECK(now_ns() - t0 < 2000000000u);
+            if (n == FM_EAGAIN)
+                fm_wait(ep, 10);
+        }
+        CHECK_RC(n, FM_EPEERLOST);
+        usleep(100 * 1000);
+        CHECK_EQ(fm_progress(ctx), 0); /* its exit is not a loss */
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        CHECK_RC(fm_recv(ep, seg, &nseg, NULL), FM_EAGAIN);
+    }
+}
+
+/* An idle rank in fm_wait uses almost no CPU, and wakes for a message. */
+static void case_wait_idle(void)
+{
+    barrier();
+    if (rank == 1) {
+        struct rusage r0, r1;
+        getrusage(RUSAGE_SELF, &r0);
+        uint64_t t0 = now_ns();
+        int rc = fm_wait(ep, 1500);
+        uint64_t wall = now_ns() - t0;
+        getrusage(RUSAGE_SELF, &r1);
+        CHECK_RC(rc, 0); /* woken by rank 0's message */
+        double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+                     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+        CHECK(wall > 500000000u); /* it really waited */
+        CHECK(cpu < 0.05 * (double)wall / 1e9);
+        expect_msg(0, 1, 10);
+        /* With nothing coming, fm_wait times out. */
+        CHECK_RC(fm_wait(ep, 50), FM_ETIMEDOUT);
+    } else if (rank == 0) {
+        usleep(1000 * 1000);
+        send_pattern(1, 1, 10);
+    }
+}
+
+/* Every rank sends to the next and receives from the previous, many times:
+ * progress with more ranks than cores. */
+static void case_ring(void)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    for (uint32_t round = 0; round < 2000; round++) {
+        uint32_t msg[2] = {(uint32_t)rank, round};
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, next, CH), msg, sizeof(msg)), 1);
+        fm_addr src;
+        CHECK_EQ(fmt_recv_copy(ep, msg, sizeof(msg), &src), sizeof(msg));
+        CHECK_EQ(msg[0], (uint32_t)prev);
+        CHECK_EQ(msg[1], round);
+    }
+}
+
+/* Segments are private to the user and never named in /dev/shm. */
+static void case_private(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d))) {
+        char path[300], target[300];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (!strstr(target, "memfd:fastmsg"))
+            continue;
+        struct stat st;
+        CHECK(stat(path, &st) == 0);
+        CHECK_EQ(st.st_mode & 0777, 0600);
+        CHECK_EQ(st.st_uid, geteuid());
+        found++;
+    }
+    closedir(d);
+    CHECK_EQ(found, size); /* our own segment and one per peer on this node */
+}
+
+/* Without a launcher the program is a singleton that can talk to itself. */
+static void case_singleton(void)
+{
+    CHECK_EQ(size, 1);
+    CHECK_EQ(rank, 0);
+    send_pattern(0, 3, 1000);
+    expect_msg(0, 3, 1000);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"pingpong", case_pingpong},   {"order_many", case_order_many},
+    {"partial_wrap", case_partial_wrap}, {"held", case_held},
+    {"backpressure", case_backpressure}, {"zero_length", case_zero_length},
+    {"prepare", case_prepare},     {"channels", case_channels},
+    {"invalid", case_invalid},     {"kill", case_kill},
+    {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
+    {"ring", case_ring},           {"private", case_private},
+    {"singleton", case_singleton},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CASE (under fmrun)\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (strcmp(cases[i].name, argv[1]) != 0)
+            continue;
+        ctx = fmt_init();
+        rank = fm_rank(ctx);
+        size = fm_size(ctx);
+        CHECK_RC(fm_ep_open(ctx, CH, &ep), 0);
+        cases[i].fn();
+        CHECK_RC(fm_finalize(ctx), 0);
+        return 0;
+    }
+    fprintf(stderr, "%s: no case '%s'\n", argv[0], argv[1]);
+    return 2;
+}
