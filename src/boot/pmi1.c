@@ -77,8 +77,15 @@ static int transact(struct fm_boot *b, const char *req, const char *expect, char
         return FM_EBOOT;
     }
     const char *rc = fm_pmi_get(reply, "rc");
-    if (rc && strcmp(rc, "0") != 0)
+    if (rc && strcmp(rc, "0") != 0) {
+        /* A missing key is an answer, not a failure worth a message. */
+        if (strcmp(expect, "get_result") != 0) {
+            const char *msg = fm_pmi_get(reply, "msg");
+            fm_error("boot", "pmi1: the launcher refused %.*s: %s", (int)strcspn(req, " \n"),
+                     req, msg ? msg : "no reason given");
+        }
         return FM_EBOOT;
+    }
     return 0;
 }
 
