@@ -6,10 +6,12 @@
 #include "shm/shm.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Without PMI_process_mapping, ranks compare a card naming their kernel. */
@@ -47,6 +49,31 @@ static int nodes_from_cards(fm_ctx *ctx, char *err, size_t errlen)
     return 0;
 }
 
+static long membarrier(int cmd) { return syscall(SYS_membarrier, cmd, 0, 0); }
+
+/*
+ * Light fences when every process of the node can rely on the sleeper's
+ * membarrier: the kernel offers it and ranks have a CPU each. With more
+ * ranks than CPUs, ranks sleep so often that the system call would cost
+ * more than the fences it saves. Every process of the node reaches the
+ * same `sleeper_membarrier`, which is what makes the scheme safe.
+ */
+static void setup_fences(fm_ctx *ctx)
+{
+    long q = membarrier(MEMBARRIER_CMD_QUERY);
+    ctx->sleeper_membarrier = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+                              (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
+                              !ctx->oversubscribed;
+    ctx->light_fence = ctx->sleeper_membarrier &&
+                       membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+void fm_fence_slow(const fm_ctx *ctx)
+{
+    if (!ctx->sleeper_membarrier || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
 {
     if (!ctx->boot.node_of) {
@@ -74,6 +101,7 @@ static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->oversubscribed = cpus > 0 && ctx->nprocs > cpus;
+    setup_fences(ctx);
     return 0;
 }
 

@@ -60,12 +60,18 @@ struct fm_ctx {
     uint32_t nlost;       /* entries of lost[] (atomic) */
     uint64_t next_check_ns; /* when a retry path next checks liveness (atomic) */
     int oversubscribed;     /* more ranks on this node than CPUs we may use */
+    /* Fences between publishing and checking a peer's sleep flag: with
+     * membarrier, the fast paths need only a compiler barrier and the rare
+     * sleeper pays for both sides (see fm_fence_fast). */
+    int sleeper_membarrier; /* sleepers issue membarrier(GLOBAL_EXPEDITED) */
+    int light_fence;        /* this process is registered for it */
 };
 
 /* Receive side of one ring. */
 struct fm_rx {
     struct fm_ring ring;
     uint64_t rd;     /* next record to read */
+    uint64_t published; /* release position last written to the ring's head */
     uint32_t nheld;  /* messages read from it but not yet released */
     uint8_t broken;  /* a header failed validation: the ring is no longer read */
     fm_addr src;     /* sending endpoint, as its last FM_REC_SRC record said */
@@ -125,6 +131,25 @@ struct fm_ep {
     int bell_rd; /* doorbell pipe */
     int bell_wr;
 };
+
+/*
+ * The store-load fence of the wake-up protocol. A sender publishes a record
+ * and then reads the receiver's `sleeping` flag; a receiver going to sleep
+ * sets the flag and then rechecks its rings. Both sides need a full fence,
+ * or both may miss the other. With membarrier(GLOBAL_EXPEDITED) the sleeper
+ * makes every running registered process execute that fence for it, so the
+ * per-message side needs none: fm_fence_fast is then a compiler barrier and
+ * fm_fence_slow the system call. The same holds with roles swapped for a
+ * sender waiting for ring space.
+ */
+static inline void fm_fence_fast(const struct fm_ctx *ctx)
+{
+    if (__builtin_expect(ctx->light_fence, 1))
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+void fm_fence_slow(const struct fm_ctx *ctx);
 
 static inline fm_addr fm_addr_make(int rank, uint32_t channel)
 {

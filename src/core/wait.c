@@ -22,12 +22,16 @@
 #define OVERSUBSCRIBED_SPIN_NS 2000u
 #define OVERSUBSCRIBED_YIELDS 64
 
+/* Sets or clears the flags that make peers ring our doorbell. Setting
+ * needs the store-load fence before the caller rechecks (fm_fence_slow);
+ * clearing is only an optimization for the peers. */
 static void arm(fm_ep *ep, uint32_t on)
 {
     __atomic_store_n(&ep->dir->sleeping, on, __ATOMIC_RELAXED);
     for (int i = 0; i < ep->nwant; i++)
         __atomic_store_n(&ep->want_space[i].rt->ring.ctl->space_wanted, on, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (on)
+        fm_fence_slow(ep->ctx);
 }
 
 static void drain_bell(fm_ep *ep)

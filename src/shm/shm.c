@@ -392,7 +392,7 @@ void fm_shm_refresh_rx(fm_ep *ep)
             continue;
         rx->ring = (struct fm_ring){
             .ctl = ctl, .data = fm_seg_data(h, ep->slot, i), .size = h->ring_size};
-        rx->rd = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
+        rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
         rx->src = FM_ADDR_NONE;
         ep->active[ep->nactive++] = i;
     }

@@ -43,7 +43,7 @@ void fm_shm_refresh_rx(fm_ep *ep);
  * the rings, so that one of the two sides always sees the other. */
 static inline void fm_shm_notify(fm_ctx *ctx, struct fm_route *rt)
 {
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    fm_fence_fast(ctx);
     if (fm_unlikely(__atomic_load_n(&rt->dir->sleeping, __ATOMIC_RELAXED)))
         fm_shm_ring_bell(ctx, rt->proc, rt->slot);
 }

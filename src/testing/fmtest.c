@@ -48,7 +48,7 @@ long fmt_send_all(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
 {
     long msgs = 0;
     size_t off = 0;
-    do {
+    for (;;) {
         struct iovec v = {(char *)buf + off, len - off};
         ssize_t n = fm_send(ep, dst, &v, 1);
         if (n == FM_EAGAIN) {
@@ -61,8 +61,9 @@ long fmt_send_all(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
             return n;
         off += (size_t)n;
         msgs++;
-    } while (off < len);
-    return msgs;
+        if (off == len)
+            return msgs;
+    }
 }
 
 long fmt_recv_copy(fm_ep *ep, void *buf, size_t cap, fm_addr *src)

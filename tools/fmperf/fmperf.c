@@ -1,0 +1,378 @@
+/*
+ * fmperf: the fastmsg benchmark. Runs a pattern over fastmsg and, with
+ * --peer, the same pattern over kernel sockets in the same job, size by
+ * size, and prints both with their ratio.
+ *
+ *   fmrun -n 2 fmperf latency --peer tcp
+ */
+#include "patterns.h"
+#include "xport.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE };
+static const char *const test_names[] = {"latency", "bw", "msgrate", "ring", "idle"};
+static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu"};
+/* Lower is better for times, higher for rates. */
+static const int lower_better[] = {1, 0, 0, 1, 1};
+
+struct opts {
+    enum test test;
+    size_t sizes[64];
+    int nsizes;
+    long iters; /* 0: scaled by size */
+    int window;
+    int reps;
+    int in_place;
+    const char *peer;
+    const char *label;
+    enum { OUT_TABLE, OUT_JSON, OUT_CSV } out;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fmrun -n N fmperf TEST [options]\n"
+            "TEST: latency  ping-pong between ranks 0 and 1 (one-way = round trip / 2)\n"
+            "      bw       windows of messages from rank 0 to rank 1, acknowledged\n"
+            "      msgrate  rank 0 only sends, rank 1 only receives (MsgRate)\n"
+            "      ring     every rank sends to the next, receives from the previous\n"
+            "      idle     CPU share of a rank waiting in fm_wait\n"
+            "options:\n"
+            "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
+            "  --iters N      iterations per size (default: scaled by size)\n"
+            "  --window W     messages in flight for bw (default 64)\n"
+            "  --reps R       repetitions for msgrate and ring (default 5)\n"
+            "  --in-place     receiver reads data where it lies instead of copying it\n"
+            "  --peer KIND    also run over kernel sockets on loopback: tcp or udp\n"
+            "  --label NAME   transport name in the output (default: fastmsg)\n"
+            "  --json         one JSON object per result line\n"
+            "  --csv          comma-separated values\n");
+}
+
+static void die_usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "fmperf: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "Try 'fmperf --help'.\n");
+    exit(2);
+}
+
+static int parse_sizes(const char *s, size_t *out, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s)
+            return -1;
+        switch (toupper((unsigned char)*end)) {
+        case 'K': v <<= 10; end++; break;
+        case 'M': v <<= 20; end++; break;
+        case 'G': v <<= 30; end++; break;
+        }
+        if ((*end && *end != ',') || n == max || v > (1ull << 31))
+            return -1;
+        out[n++] = (size_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static void default_sizes(struct opts *o)
+{
+    switch (o->test) {
+    case T_LATENCY:
+        o->sizes[o->nsizes++] = 0;
+        for (size_t s = 1; s <= (4u << 20); s *= 2)
+            o->sizes[o->nsizes++] = s;
+        break;
+    case T_BW: {
+        static const size_t bw[] = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20};
+        for (size_t i = 0; i < sizeof(bw) / sizeof(bw[0]); i++)
+            o->sizes[o->nsizes++] = bw[i];
+        break;
+    }
+    default:
+        o->sizes[o->nsizes++] = 8;
+    }
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"sizes", required_argument, NULL, 's'}, {"iters", required_argument, NULL, 'i'},
+        {"window", required_argument, NULL, 'w'}, {"reps", required_argument, NULL, 'r'},
+        {"in-place", no_argument, NULL, 'p'},    {"peer", required_argument, NULL, 'P'},
+        {"label", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
+        {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (struct opts){.window = 64, .reps = 5, .label = "fastmsg"};
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+            usage(stdout);
+            exit(0);
+        }
+        die_usage("the test to run is missing", NULL);
+    }
+    int found = 0;
+    for (int t = 0; t < (int)(sizeof(test_names) / sizeof(test_names[0])); t++)
+        if (strcmp(argv[1], test_names[t]) == 0) {
+            o->test = (enum test)t;
+            found = 1;
+        }
+    if (!found)
+        die_usage("unknown test (latency, bw, msgrate, ring, idle)", argv[1]);
+    optind = 2;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->nsizes = parse_sizes(optarg, o->sizes, 64);
+            if (o->nsizes <= 0)
+                die_usage("--sizes needs byte counts like 0,8,64K,1M (at most 2G)", optarg);
+            break;
+        case 'i':
+            o->iters = strtol(optarg, &end, 10);
+            if (*end || o->iters < 1)
+                die_usage("--iters needs a positive number", optarg);
+            break;
+        case 'w':
+            o->window = (int)strtol(optarg, &end, 10);
+            if (*end || o->window < 1 || o->window > 65536)
+                die_usage("--window needs a number from 1 to 65536", optarg);
+            break;
+        case 'r':
+            o->reps = (int)strtol(optarg, &end, 10);
+            if (*end || o->reps < 1 || o->reps > 64)
+                die_usage("--reps needs a number from 1 to 64", optarg);
+            break;
+        case 'p': o->in_place = 1; break;
+        case 'P':
+            if (strcmp(optarg, "tcp") && strcmp(optarg, "udp"))
+                die_usage("--peer takes tcp or udp", optarg);
+            o->peer = optarg;
+            break;
+        case 'l': o->label = optarg; break;
+        case 'j': o->out = OUT_JSON; break;
+        case 'c': o->out = OUT_CSV; break;
+        case 'h': usage(stdout); exit(0);
+        default: die_usage("unknown option", NULL);
+        }
+    }
+    if (optind < argc)
+        die_usage("unexpected argument", argv[optind]);
+    if (o->nsizes == 0)
+        default_sizes(o);
+}
+
+/* Iterations for a size: the given count, or enough to take well under a
+ * second per size (fewer for large messages). */
+static long iters_for(const struct opts *o, size_t size)
+{
+    if (o->iters)
+        return o->iters;
+    switch (o->test) {
+    case T_LATENCY: {
+        long n = (long)((256u << 20) / (size + 256));
+        return n > 20000 ? 20000 : n < 50 ? 50 : n;
+    }
+    case T_BW: {
+        long n = (long)((2048ull << 20) / (size + 64));
+        n = n > 200000 ? 200000 : n;
+        return n < 10L * o->window ? 10L * o->window : n;
+    }
+    case T_MSGRATE: return 1000000;
+    case T_RING: return 20000;
+    default: return 1;
+    }
+}
+
+static const char *human_size(size_t s, char *buf, size_t len)
+{
+    if (s >= (1u << 20) && s % (1u << 20) == 0)
+        snprintf(buf, len, "%zu MiB", s >> 20);
+    else if (s >= 1024 && s % 1024 == 0)
+        snprintf(buf, len, "%zu KiB", s >> 10);
+    else
+        snprintf(buf, len, "%zu B", s);
+    return buf;
+}
+
+static int has_p99(enum test t) { return t == T_LATENCY; }
+
+static void print_header(const struct opts *o, const struct job *j)
+{
+    if (o->out == OUT_JSON)
+        return;
+    if (o->out == OUT_CSV) {
+        printf("test,transport,peer,size,value,unit,p99,iters,ranks,window,recv\n");
+        return;
+    }
+    static const char *const what[] = {
+        "one-way latency (round trip / 2), median and p99",
+        "application bandwidth, median of acknowledged windows",
+        "message rate, rank 0 only sends and rank 1 only receives (MsgRate)",
+        "time per round of a ring exchange (send to next, receive from previous)",
+        "CPU share of a rank blocked in fm_wait for a second",
+    };
+    printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
+    printf("# %d ranks, %s receiver%s%s%s\n", o->test == T_RING ? j->size : 2,
+           o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
+           o->peer ? o->peer : "", o->peer ? " on loopback" : "");
+    printf("%10s  %14s", "size", o->label);
+    if (has_p99(o->test))
+        printf(" %10s", "p99");
+    if (o->peer) {
+        printf("  %14s", o->peer);
+        if (has_p99(o->test))
+            printf(" %10s", "p99");
+        printf("  %10s", "vs peer");
+    }
+    printf("\n");
+}
+
+static void json_line(const struct opts *o, const struct job *j, const char *transport,
+                      const char *peer, size_t size, struct figure f, long iters)
+{
+    printf("{\"test\": \"%s\", \"transport\": \"%s\", ", test_names[o->test], transport);
+    if (peer)
+        printf("\"peer\": \"%s\", ", peer);
+    printf("\"size\": %zu, \"value\": %.4f, \"unit\": \"%s\", \"stat\": \"median\"", size,
+           f.median, units[o->test]);
+    if (has_p99(o->test))
+        printf(", \"p99\": %.4f", f.p99);
+    printf(", \"iters\": %ld, \"ranks\": %d", iters, o->test == T_RING ? j->size : 2);
+    if (o->test == T_BW)
+        printf(", \"window\": %d", o->window);
+    printf(", \"recv\": \"%s\"}\n", o->in_place ? "in-place" : "copy");
+}
+
+static void csv_line(const struct opts *o, const struct job *j, const char *transport,
+                     const char *peer, size_t size, struct figure f, long iters)
+{
+    printf("%s,%s,%s,%zu,%.4f,%s,", test_names[o->test], transport, peer ? peer : "", size,
+           f.median, units[o->test]);
+    if (has_p99(o->test))
+        printf("%.4f", f.p99);
+    printf(",%ld,%d,", iters, o->test == T_RING ? j->size : 2);
+    if (o->test == T_BW)
+        printf("%d", o->window);
+    printf(",%s\n", o->in_place ? "in-place" : "copy");
+}
+
+static void report(const struct opts *o, const struct job *j, size_t size, struct figure fm,
+                   const struct figure *peer, long iters)
+{
+    if (o->out == OUT_JSON || o->out == OUT_CSV) {
+        void (*line)(const struct opts *, const struct job *, const char *, const char *,
+                     size_t, struct figure, long) = o->out == OUT_JSON ? json_line : csv_line;
+        line(o, j, o->label, NULL, size, fm, iters);
+        if (peer)
+            line(o, j, o->peer, o->peer, size, *peer, iters);
+        fflush(stdout);
+        return;
+    }
+    char sz[32], v[32];
+    printf("%10s", human_size(size, sz, sizeof(sz)));
+    snprintf(v, sizeof(v), "%.3f %s", fm.median, units[o->test]);
+    printf("  %14s", v);
+    if (has_p99(o->test))
+        printf(" %7.3f us", fm.p99);
+    if (peer) {
+        snprintf(v, sizeof(v), "%.3f %s", peer->median, units[o->test]);
+        printf("  %14s", v);
+        if (has_p99(o->test))
+            printf(" %7.3f us", peer->p99);
+        double ratio = lower_better[o->test] ? peer->median / fm.median
+                                             : fm.median / peer->median;
+        printf("  %9.2fx", ratio);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static struct figure run_pattern(const struct opts *o, struct xport *x, struct job *j,
+                                 void *buf, size_t size, long iters)
+{
+    switch (o->test) {
+    case T_LATENCY: return pat_latency(x, j, buf, size, iters);
+    case T_BW: return pat_bw(x, j, buf, size, iters, o->window);
+    case T_MSGRATE: return pat_msgrate(x, j, buf, size, iters, o->reps);
+    case T_RING: return pat_ring(x, j, buf, size, iters, o->reps);
+    default: return pat_idle(j);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    parse_opts(argc, argv, &o);
+    struct job j;
+    int rc = fm_init(&j.ctx);
+    if (rc) {
+        fprintf(stderr, "fmperf: fm_init: %s\n", fm_strerror(rc));
+        return 1;
+    }
+    j.rank = fm_rank(j.ctx);
+    j.size = fm_size(j.ctx);
+    if (j.size < 2) {
+        fprintf(stderr, "fmperf: needs at least 2 ranks: fmrun -n 2 fmperf %s\n",
+                test_names[o.test]);
+        return 2;
+    }
+    if ((rc = fm_ep_open(j.ctx, 1, &j.ctl)) != 0) {
+        fprintf(stderr, "fmperf: fm_ep_open: %s\n", fm_strerror(rc));
+        return 1;
+    }
+    size_t max = 1;
+    for (int i = 0; i < o.nsizes; i++)
+        max = o.sizes[i] > max ? o.sizes[i] : max;
+    char *buf = malloc(max);
+    if (!buf) {
+        fprintf(stderr, "fmperf: cannot allocate %zu bytes\n", max);
+        return 1;
+    }
+    memset(buf, 0x5a, max);
+    struct xport *fm = xport_fm_open(&j, o.in_place);
+    struct xport *peer = NULL;
+    if (o.peer && o.test != T_IDLE) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int ranks = o.test == T_RING ? j.size : 2;
+        peer = xport_sock_open(&j, o.peer, o.test == T_RING, ranks <= cpus, o.in_place);
+    }
+    if (j.rank == 0)
+        print_header(&o, &j);
+    time_t start = time(NULL), last = start;
+    for (int i = 0; i < o.nsizes; i++) {
+        size_t size = o.sizes[i];
+        long iters = iters_for(&o, size);
+        struct figure f = run_pattern(&o, fm, &j, buf, size, iters);
+        struct figure p;
+        if (peer)
+            p = run_pattern(&o, peer, &j, buf, size, iters);
+        if (j.rank == 0) {
+            report(&o, &j, size, f, peer ? &p : NULL, iters);
+            time_t now = time(NULL);
+            if (now - last >= 2 && i + 1 < o.nsizes) {
+                fprintf(stderr, "fmperf: %s: %d of %d sizes done (%lds)\n",
+                        test_names[o.test], i + 1, o.nsizes, (long)(now - start));
+                last = now;
+            }
+        }
+    }
+    if (peer)
+        peer->close(peer);
+    fm->close(fm);
+    free(buf);
+    fm_ep_close(j.ctl);
+    fm_finalize(j.ctx);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* The measured patterns. Every rank calls them; rank 0 gets the figures. */
+#ifndef FMPERF_PATTERNS_H
+#define FMPERF_PATTERNS_H
+
+#include "xport.h"
+
+#include <stddef.h>
+
+/* A figure with its spread: the median and the 99th percentile. */
+struct figure {
+    double median;
+    double p99;
+};
+
+/* Ping-pong of `size` bytes between ranks 0 and 1: one-way time in us. */
+struct figure pat_latency(struct xport *x, struct job *j, void *buf, size_t size, long iters);
+/* Windows of `window` messages from rank 0 to rank 1, each window
+ * acknowledged: application bandwidth in MB/s (10^6 B/s). */
+struct figure pat_bw(struct xport *x, struct job *j, void *buf, size_t size, long iters,
+                     int window);
+/* Seed 001's MsgRate: rank 0 only sends, rank 1 only receives, in Mmsg/s. */
+struct figure pat_msgrate(struct xport *x, struct job *j, void *buf, size_t size, long iters,
+                          int reps);
+/* Every rank sends to the next and receives from the previous: us per round. */
+struct figure pat_ring(struct xport *x, struct job *j, void *buf, size_t size, long iters,
+                       int reps);
+/* CPU share (percent) of rank 1 while it waits 1 s in fm_wait for nothing. */
+struct figure pat_idle(struct job *j);
+
+#endif

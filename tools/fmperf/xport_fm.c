@@ -1,0 +1,205 @@
+/* fastmsg as a benchmark transport: the public API only. */
+#include "xport.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fm_xport {
+    struct xport x;
+    struct job *job;
+    fm_ep *ep;
+};
+
+static void die(const char *what, long rc)
+{
+    fprintf(stderr, "fmperf: %s: %s\n", what, fm_strerror((int)rc));
+    exit(1);
+}
+
+uint64_t xport_consume(const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    uint64_t acc = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, b + i, 8);
+        acc ^= w;
+    }
+    for (; i < len; i++)
+        acc ^= b[i];
+    return acc;
+}
+
+/* Sends len bytes to (to, channel) as one message or several prefixes
+ * (an empty message when len is 0). */
+static void send_bytes(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
+{
+    size_t off = 0;
+    for (;;) {
+        struct iovec v = {(char *)buf + off, len - off};
+        ssize_t n = fm_send(ep, dst, &v, 1);
+        if (n == FM_EAGAIN) {
+            int rc = fm_wait(ep, -1);
+            if (rc < 0)
+                die("fm_wait", rc);
+            continue;
+        }
+        if (n < 0)
+            die("fm_send", n);
+        off += (size_t)n;
+        if (off == len)
+            return;
+    }
+}
+
+static volatile uint64_t sink;
+
+/* Receives len bytes (one empty message when len is 0); copies them to buf
+ * unless buf is NULL (in place). */
+static void recv_bytes(fm_ep *ep, void *buf, size_t len)
+{
+    size_t got = 0;
+    for (;;) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        ssize_t n = fm_recv(ep, seg, &nseg, NULL);
+        if (n == FM_EAGAIN) {
+            int rc = fm_wait(ep, -1);
+            if (rc < 0)
+                die("fm_wait", rc);
+            continue;
+        }
+        if (n < 0)
+            die("fm_recv", n);
+        if ((size_t)n > len - got) {
+            fprintf(stderr, "fmperf: received %zd bytes where %zu were left\n", n, len - got);
+            exit(1);
+        }
+        for (int i = 0; i < nseg; i++) {
+            if (buf)
+                memcpy((char *)buf + got, seg[i].iov_base, seg[i].iov_len);
+            else
+                sink ^= xport_consume(seg[i].iov_base, seg[i].iov_len);
+            got += seg[i].iov_len;
+        }
+        fm_recv_done(ep);
+        if (got == len)
+            return;
+    }
+}
+
+void job_ctl_send(struct job *j, int to, const void *buf, size_t len)
+{
+    send_bytes(j->ctl, fm_addr_of(j->ctx, to, 1), buf, len);
+}
+
+/* Control messages that arrived from another rank than the one awaited. */
+struct stashed {
+    struct stashed *next;
+    int from;
+    size_t len;
+    unsigned char data[];
+};
+static struct stashed *stash;
+
+/* Control messages are short (one fm message each). */
+void job_ctl_recv(struct job *j, int from, void *buf, size_t len)
+{
+    for (struct stashed **p = &stash; *p; p = &(*p)->next) {
+        if ((*p)->from != from)
+            continue;
+        struct stashed *s = *p;
+        if (s->len != len) {
+            fprintf(stderr, "fmperf: control message of %zu bytes, expected %zu\n", s->len, len);
+            exit(1);
+        }
+        memcpy(buf, s->data, len);
+        *p = s->next;
+        free(s);
+        return;
+    }
+    for (;;) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        fm_addr src;
+        ssize_t n = fm_recv(j->ctl, seg, &nseg, &src);
+        if (n == FM_EAGAIN) {
+            fm_wait(j->ctl, -1);
+            continue;
+        }
+        if (n < 0)
+            die("fm_recv", n);
+        struct stashed *s = malloc(sizeof(*s) + (size_t)n);
+        if (!s)
+            die("malloc", FM_ENOMEM);
+        s->from = fm_addr_rank(j->ctx, src);
+        s->len = (size_t)n;
+        s->next = NULL;
+        size_t off = 0;
+        for (int i = 0; i < nseg; i++) {
+            memcpy(s->data + off, seg[i].iov_base, seg[i].iov_len);
+            off += seg[i].iov_len;
+        }
+        fm_recv_done(j->ctl);
+        if (s->from == from && s->len == len) {
+            memcpy(buf, s->data, len);
+            free(s);
+            return;
+        }
+        struct stashed **tail = &stash;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = s;
+    }
+}
+
+void job_barrier(struct job *j)
+{
+    char b = 0;
+    if (j->rank == 0) {
+        for (int i = 1; i < j->size; i++)
+            job_ctl_recv(j, i, &b, 1);
+        for (int i = 1; i < j->size; i++)
+            job_ctl_send(j, i, &b, 1);
+    } else {
+        job_ctl_send(j, 0, &b, 1);
+        job_ctl_recv(j, 0, &b, 1);
+    }
+}
+
+static int fm_x_send(struct xport *x, int to, const void *buf, size_t len)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    send_bytes(f->ep, fm_addr_of(f->job->ctx, to, 0), buf, len);
+    return 0;
+}
+
+static int fm_x_recv(struct xport *x, int from, void *buf, size_t len)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    (void)from;
+    recv_bytes(f->ep, x->in_place ? NULL : buf, len);
+    return 0;
+}
+
+static void fm_x_close(struct xport *x)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    fm_ep_close(f->ep);
+    free(f);
+}
+
+struct xport *xport_fm_open(struct job *j, int in_place)
+{
+    struct fm_xport *f = calloc(1, sizeof(*f));
+    if (!f)
+        die("calloc", FM_ENOMEM);
+    int rc = fm_ep_open(j->ctx, 0, &f->ep);
+    if (rc)
+        die("fm_ep_open", rc);
+    f->job = j;
+    f->x = (struct xport){.name = "fastmsg", .in_place = in_place, .send = fm_x_send,
+                          .recv = fm_x_recv, .close = fm_x_close};
+    return &f->x;
+}

@@ -1,0 +1,290 @@
+/*
+ * Kernel sockets on loopback as the baseline transport: TCP (a stream per
+ * pair of ranks, TCP_NODELAY) and UDP (datagrams of at most 64000 bytes,
+ * with a credit per window because UDP has no flow control of its own).
+ * Busy-polled with non-blocking calls when every rank has a core, blocking
+ * otherwise, so the baseline is as fast as the kernel path gets here.
+ */
+#include "xport.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define UDP_CHUNK 64000
+#define UDP_WINDOW (1u << 20) /* bytes in flight before the sender waits for credit */
+
+struct sock_xport {
+    struct xport x;
+    int udp;
+    int busy;
+    int *sfd;       /* socket to send to rank i */
+    int *rfd;       /* socket to receive from rank i */
+    int credit_fd;  /* UDP: where credits for our sends arrive */
+    int *credit_to; /* UDP: socket to send credits to rank i */
+    uint64_t *sent, *acked;     /* UDP, per destination: bytes sent / credited */
+    uint64_t *recvd, *credited; /* UDP, per source */
+    int size;
+};
+
+static void die_errno(const char *what)
+{
+    fprintf(stderr, "fmperf: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static int wait_fd(int fd, short ev)
+{
+    struct pollfd p = {.fd = fd, .events = ev};
+    return poll(&p, 1, 10000);
+}
+
+/* write() all of it, spinning or blocking as configured. */
+static void write_all(struct sock_xport *s, int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | (s->busy ? MSG_DONTWAIT : 0));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == ENOBUFS) {
+                if (!s->busy && wait_fd(fd, POLLOUT) == 0) {
+                    fprintf(stderr, "fmperf: %s peer stuck sending\n", s->x.name);
+                    exit(1);
+                }
+                continue;
+            }
+            die_errno("send");
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* One recv() of up to len bytes, spinning or blocking; returns the count. */
+static size_t read_some(struct sock_xport *s, int fd, char *p, size_t len)
+{
+    for (;;) {
+        ssize_t n = recv(fd, p, len, s->busy ? MSG_DONTWAIT : 0);
+        if (n > 0)
+            return (size_t)n;
+        if (n == 0) {
+            fprintf(stderr, "fmperf: %s peer closed the connection\n", s->x.name);
+            exit(1);
+        }
+        if (errno == EINTR || errno == EAGAIN)
+            continue;
+        if (errno == ETIMEDOUT) {
+            fprintf(stderr, "fmperf: %s peer: nothing for 10 s (a datagram lost?)\n",
+                    s->x.name);
+            exit(1);
+        }
+        die_errno("recv");
+    }
+}
+
+static int sock_send(struct xport *x, int to, const void *buf, size_t len)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    if (!s->udp) {
+        write_all(s, s->sfd[to], buf, len);
+        return 0;
+    }
+    size_t off = 0;
+    do {
+        size_t n = len - off < UDP_CHUNK ? len - off : UDP_CHUNK;
+        while (s->sent[to] + n - s->acked[to] > UDP_WINDOW) {
+            uint64_t credit;
+            read_some(s, s->credit_fd, (char *)&credit, sizeof(credit));
+            if (credit > s->acked[to])
+                s->acked[to] = credit;
+        }
+        write_all(s, s->sfd[to], (const char *)buf + off, n);
+        s->sent[to] += n;
+        off += n;
+    } while (off < len);
+    return 0;
+}
+
+static int sock_recv(struct xport *x, int from, void *buf, size_t len)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    size_t got = 0;
+    while (got < len) {
+        size_t n = read_some(s, s->rfd[from], (char *)buf + got, len - got);
+        got += n;
+        if (s->udp) {
+            s->recvd[from] += n;
+            if (s->recvd[from] - s->credited[from] >= UDP_WINDOW / 4) {
+                s->credited[from] = s->recvd[from];
+                write_all(s, s->credit_to[from], (const char *)&s->recvd[from],
+                          sizeof(uint64_t));
+            }
+        }
+    }
+    return 0;
+}
+
+static void sock_close(struct xport *x)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    for (int i = 0; i < s->size; i++) {
+        if (s->sfd[i] >= 0)
+            close(s->sfd[i]);
+        if (s->rfd[i] >= 0 && s->rfd[i] != s->sfd[i])
+            close(s->rfd[i]);
+        if (s->credit_to[i] >= 0)
+            close(s->credit_to[i]);
+    }
+    if (s->credit_fd >= 0)
+        close(s->credit_fd);
+    free(s->sfd);
+    free(s->rfd);
+    free(s->credit_to);
+    free(s->sent);
+    free(s->acked);
+    free(s->recvd);
+    free(s->credited);
+    free(s);
+}
+
+/* A socket bound to 127.0.0.1 on a free port; returns it and the port. */
+static int bound_socket(int type, uint16_t *port)
+{
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        die_errno("bind");
+    if (type == SOCK_DGRAM) {
+        int big = 8 << 20; /* root may go past rmem_max; others get what they get */
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) < 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void connect_to(int fd, uint16_t port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        die_errno("connect");
+}
+
+static void tune(struct sock_xport *s, int fd)
+{
+    int one = 1;
+    if (!s->udp)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * Connects rank `me` to `peer`: `me` listens (TCP) or binds (UDP) and tells
+ * `peer` its ports over the control endpoint, `peer` connects. Used once
+ * per direction of a ring and once for a pair.
+ */
+static void link_pair(struct sock_xport *s, struct job *j, int sender, int receiver)
+{
+    int me = j->rank;
+    if (me == receiver) {
+        uint16_t ports[2];
+        int lfd = bound_socket(s->udp ? SOCK_DGRAM : SOCK_STREAM, &ports[0]);
+        int cfd = -1;
+        if (s->udp)
+            cfd = bound_socket(SOCK_DGRAM, &ports[1]); /* where we send credits from */
+        else if (listen(lfd, 4) < 0)
+            die_errno("listen");
+        job_ctl_send(j, sender, ports, sizeof(ports));
+        uint16_t their_credit;
+        if (s->udp) {
+            job_ctl_recv(j, sender, &their_credit, sizeof(their_credit));
+            connect_to(cfd, their_credit);
+            s->credit_to[sender] = cfd;
+            s->rfd[sender] = lfd;
+        } else {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0)
+                die_errno("accept");
+            close(lfd);
+            s->rfd[sender] = fd;
+        }
+        tune(s, s->rfd[sender]);
+    } else if (me == sender) {
+        uint16_t ports[2];
+        job_ctl_recv(j, receiver, ports, sizeof(ports));
+        uint16_t mine;
+        int fd = s->udp ? bound_socket(SOCK_DGRAM, &mine) : socket(AF_INET, SOCK_STREAM, 0);
+        connect_to(fd, ports[0]);
+        tune(s, fd);
+        s->sfd[receiver] = fd;
+        if (s->udp) {
+            if (s->credit_fd < 0) {
+                s->credit_fd = bound_socket(SOCK_DGRAM, &mine);
+                tune(s, s->credit_fd);
+            }
+            struct sockaddr_in a;
+            socklen_t alen = sizeof(a);
+            getsockname(s->credit_fd, (struct sockaddr *)&a, &alen);
+            uint16_t cport = ntohs(a.sin_port);
+            job_ctl_send(j, receiver, &cport, sizeof(cport));
+        }
+    }
+}
+
+struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int busy_poll,
+                              int in_place)
+{
+    struct sock_xport *s = calloc(1, sizeof(*s));
+    int n = j->size;
+    s->size = n;
+    s->udp = strcmp(kind, "udp") == 0;
+    s->busy = busy_poll;
+    s->credit_fd = -1;
+    s->sfd = malloc(sizeof(int) * (size_t)n);
+    s->rfd = malloc(sizeof(int) * (size_t)n);
+    s->credit_to = malloc(sizeof(int) * (size_t)n);
+    s->sent = calloc((size_t)n, sizeof(uint64_t));
+    s->acked = calloc((size_t)n, sizeof(uint64_t));
+    s->recvd = calloc((size_t)n, sizeof(uint64_t));
+    s->credited = calloc((size_t)n, sizeof(uint64_t));
+    for (int i = 0; i < n; i++)
+        s->sfd[i] = s->rfd[i] = s->credit_to[i] = -1;
+    if (ring) {
+        /* Each rank receives from its predecessor: link in two phases so
+         * that no rank waits on a peer that waits on it. */
+        for (int phase = 0; phase < 2; phase++)
+            for (int r = 0; r < n; r++)
+                if (r % 2 == phase)
+                    link_pair(s, j, (r + n - 1) % n, r);
+    } else if (s->udp) {
+        link_pair(s, j, 0, 1);
+        link_pair(s, j, 1, 0);
+    } else {
+        /* One connection both ways, so replies carry the acknowledgements
+         * as they would in any request-response use of TCP. */
+        link_pair(s, j, 0, 1);
+        if (j->rank == 0)
+            s->rfd[1] = s->sfd[1];
+        else if (j->rank == 1)
+            s->sfd[0] = s->rfd[0];
+    }
+    job_barrier(j);
+    /* In-place reading makes no difference to sockets: the kernel copies. */
+    s->x = (struct xport){.name = s->udp ? "udp" : "tcp", .in_place = in_place,
+                          .send = sock_send, .recv = sock_recv, .close = sock_close};
+    return &s->x;
+}
