@@ -10,6 +10,10 @@ add_compile_options(-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototy
 if(FM_WERROR)
   add_compile_options(-Werror)
 endif()
+if(FM_FUZZ)
+  # Coverage for libFuzzer in everything the targets link.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 if(FM_SANITIZE)
   add_compile_options(-fsanitize=${FM_SANITIZE} -fno-sanitize-recover=all
                       -fno-omit-frame-pointer)

@@ -659,6 +659,16 @@ static void case_private(void)
     CHECK_EQ(found, size); /* our own segment and one per peer on this node */
 }
 
+/* Under a memory limit smaller than one ring, the first send fails with
+ * FM_ENOMEM (and a message naming the variable to lower), not a SIGBUS. */
+static void case_nomem(void)
+{
+    char b = 1;
+    struct iovec v = {&b, 1};
+    CHECK_RC(fm_send(ep, fm_addr_of(ctx, rank, CH), &v, 1), FM_ENOMEM);
+    CHECK_RC(fm_send(ep, fm_addr_of(ctx, rank, CH), &v, 1), FM_ENOMEM);
+}
+
 /* Without a launcher the program is a singleton that can talk to itself. */
 static void case_singleton(void)
 {
@@ -679,7 +689,7 @@ static const struct {
     {"invalid", case_invalid},     {"kill", case_kill},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"ring", case_ring},           {"private", case_private},
-    {"singleton", case_singleton},
+    {"singleton", case_singleton}, {"nomem", case_nomem},
 };
 
 int main(int argc, char **argv)

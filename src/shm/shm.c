@@ -1,6 +1,7 @@
 #include "shm.h"
 
 #include "core/log.h"
+#include "memlimit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,33 @@ static void layout(const fm_ctx *ctx, struct fm_seg_hdr *h)
     h->seg_size = h->hdr_size + h->ep_max * h->area_size;
 }
 
+/* Slack kept below the memory limit: the rest of the process needs some. */
+#define COMMIT_SLACK (8u << 20)
+
+/*
+ * Commits len bytes of a segment, unless that would take the process past
+ * its memory limit (the kernel would kill it rather than fail). Logs what
+ * to change and returns FM_ENOMEM when it cannot.
+ */
+static int commit(int fd, off_t off, uint64_t len, const char *what, const char *knob)
+{
+    int64_t room = fm_mem_headroom();
+    if (room < INT64_MAX && (int64_t)(len + COMMIT_SLACK) > room) {
+        fm_error("shm",
+                 "cannot commit %llu bytes of shared memory for %s: the memory limit leaves "
+                 "%lld bytes (lower %s or raise the limit)",
+                 (unsigned long long)len, what, (long long)room, knob);
+        return FM_ENOMEM;
+    }
+    if (fallocate(fd, 0, off, (off_t)len) < 0) {
+        fm_error("shm", "cannot commit %llu bytes of shared memory for %s: %s (lower %s or "
+                 "raise the memory limit)", (unsigned long long)len, what, strerror(errno),
+                 knob);
+        return FM_ENOMEM;
+    }
+    return 0;
+}
+
 int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen)
 {
     struct fm_seg_hdr want;
@@ -70,12 +98,10 @@ int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen)
                  (unsigned long long)want.seg_size, strerror(errno));
         goto err_close;
     }
-    if (fallocate(fd, 0, 0, (off_t)want.hdr_size) < 0) {
-        snprintf(err, errlen,
-                 "shm: cannot commit %llu bytes of shared memory: %s (raise the memory "
-                 "limit of the job)",
-                 (unsigned long long)want.hdr_size, strerror(errno));
-        goto err_close;
+    if (commit(fd, 0, want.hdr_size, "the segment header", "FM_EP_MAX")) {
+        snprintf(err, errlen, "shm: no memory for the segment header");
+        close(fd);
+        return FM_ENOMEM;
     }
     struct fm_seg_hdr *h =
         mmap(NULL, want.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
@@ -234,13 +260,10 @@ int fm_shm_ep_open(fm_ep *ep)
     fm_ctx *ctx = ep->ctx;
     struct fm_seg_hdr *h = ctx->seg;
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, ep->slot, 0);
-    if (fallocate(ctx->procs[ctx->my_proc].memfd, 0, seg_off(h, ctl), (off_t)h->ctl_size) < 0) {
-        fm_error("shm",
-                 "cannot commit %llu bytes of shared memory for an endpoint: %s (raise the "
-                 "memory limit or lower FM_EP_MAX)",
-                 (unsigned long long)h->ctl_size, strerror(errno));
-        return FM_ENOMEM;
-    }
+    int rc = commit(ctx->procs[ctx->my_proc].memfd, seg_off(h, ctl), h->ctl_size,
+                    "an endpoint", "FM_EP_MAX");
+    if (rc)
+        return rc;
     int fds[2];
     struct stat st;
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
@@ -315,13 +338,10 @@ int fm_shm_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, ring);
     unsigned char *data = fm_seg_data(h, slot, ring);
     if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE)) {
-        if (fallocate(proc->memfd, 0, seg_off(h, data), (off_t)h->ring_size) < 0) {
-            fm_error("shm",
-                     "cannot commit a %llu-byte ring in the memory of rank %d: %s (lower "
-                     "FM_SHM_RING_SIZE or raise the memory limit)",
-                     (unsigned long long)h->ring_size, rank, strerror(errno));
-            return FM_ENOMEM;
-        }
+        int rc = commit(proc->memfd, seg_off(h, data), h->ring_size, "a ring",
+                        "FM_SHM_RING_SIZE");
+        if (rc)
+            return rc;
         ctl->producer_proc = (uint32_t)ctx->my_proc;
         ctl->producer_ep = (uint32_t)ep->slot;
         __atomic_store_n(&ctl->claimed, 1, __ATOMIC_RELEASE);

@@ -1,0 +1,44 @@
+/* libFuzzer target: the launcher-facing parsers (PMI-1 lines, the process
+ * mapping, configuration values) on arbitrary bytes. */
+#include "boot/nodemap.h"
+#include "boot/pmi_wire.h"
+#include "core/config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char line[FM_PMI_LINE_MAX + 1];
+    size_t n = size < FM_PMI_LINE_MAX ? size : FM_PMI_LINE_MAX;
+    memcpy(line, data, n);
+    line[n] = '\0';
+
+    char copy[FM_PMI_LINE_MAX + 1];
+    memcpy(copy, line, n + 1);
+    struct fm_pmi_msg msg;
+    if (fm_pmi_parse(copy, &msg) == 0) {
+        /* Every parsed word lies inside the line and has a key. */
+        for (int i = 0; i < msg.nargs; i++) {
+            if (!msg.arg[i].key[0] || msg.arg[i].key < copy || msg.arg[i].val > copy + n)
+                abort();
+        }
+        (void)fm_pmi_get(&msg, "cmd");
+    }
+    (void)fm_pmi_token_ok(line);
+
+    int node[64];
+    if (fm_nodemap_parse(line, 64, node) == 0)
+        for (int i = 0; i < 64; i++)
+            if (node[i] < 0)
+                abort();
+
+    char err[256];
+    int64_t v;
+    for (size_t i = 0; i < fm_cfg_count; i++)
+        (void)fm_config_parse(&fm_cfg_table[i], line, &v, err, sizeof(err));
+    return 0;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix, then builds the API guide's
+# ping-pong example the way a user would (pkg-config) and runs it.
+#   install_test.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in include/fastmsg.h lib/libfastmsg.so lib/libfastmsg.a lib/pkgconfig/fastmsg.pc \
+         bin/fmrun bin/fmperf bin/fm_info; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
+done
+# The guide shows the example file verbatim.
+guide_code=$(awk '/^```c$/{on=1; next} /^```$/{if(on) exit} on' "$src/docs/API.md")
+if [ "$guide_code" != "$(cat "$src/examples/pingpong.c")" ]; then
+  echo "FAIL: docs/API.md and examples/pingpong.c differ" >&2
+  exit 1
+fi
+[ "$(wc -l < "$src/examples/pingpong.c")" -lt 60 ] || { echo "FAIL: example too long" >&2; exit 1; }
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror "$src/examples/pingpong.c" $(pkg-config --cflags --libs fastmsg) \
+   -o "$prefix/pingpong"
+out=$("$prefix/bin/fmrun" -n 2 "$prefix/pingpong")
+[ "$out" = "$(printf 'pong\npong\npong')" ] || { echo "FAIL: example printed: $out" >&2; exit 1; }
+"$prefix/bin/fm_info" | grep -q "FM_SHM_RING_SIZE" || { echo "FAIL: fm_info" >&2; exit 1; }
+echo "install: ok"
