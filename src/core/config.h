@@ -35,8 +35,8 @@ enum fm_cfg_kind {
       "largest message one shm fm_send puts in a ring; longer sends take a prefix, so "  \
       "the receiver can read one part while the sender writes the next")                 \
     X(wait_spin_us, FM_CFG_INT, "FM_WAIT_SPIN_US", "50", 0, 1000000, NULL,               \
-      "microseconds fm_wait polls before it blocks in the kernel (less when the node "   \
-      "has more ranks than cores)")                                                      \
+      "microseconds fm_wait polls before it blocks in the kernel; when the node has "    \
+      "more ranks than CPUs it yields a few times instead (0: block at once)")            \
     X(peer_check_ms, FM_CFG_INT, "FM_PEER_CHECK_MS", "10", 1, 1000, NULL,                \
       "how often a caller retrying on FM_EAGAIN checks that its peers are alive")
 
