@@ -34,7 +34,7 @@
 #define RING_SLOTS 4096 /* 32 KiB of 8-byte slots: fits L1 on both sides */
 #define RING_MASK (RING_SLOTS - 1)
 #define SPSC_REPS 5
-#define TIME_LIMIT_S 120 /* a lost peer must not spin forever (peers.sh has its own timeout too) */
+#define TIME_LIMIT_S 120 /* per child run: a lost peer must not leave us spinning for ever */
 
 struct shared {
     _Alignas(SEP) _Atomic uint64_t ping2; /* raw-2lines: line A, written by the parent */
@@ -113,6 +113,8 @@ static pid_t start_child(int (*fn)(long), long arg)
         atomic_store_explicit(&sh->ready, 1, memory_order_release);
         _exit(fn(arg));
     }
+    /* SIGALRM's default action ends the parent, and PDEATHSIG then ends the child. */
+    alarm(TIME_LIMIT_S);
     while (!atomic_load_explicit(&sh->ready, memory_order_acquire)) cpu_relax();
     return pid;
 }
@@ -120,6 +122,7 @@ static pid_t start_child(int (*fn)(long), long arg)
 static void finish_child(pid_t pid, const char *what)
 {
     int st;
+    alarm(0);
     if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         fprintf(stderr, "raw_shm: %s: child failed\n", what);
         exit(1);
@@ -215,10 +218,13 @@ static double spsc_once(long n)
     double t0 = now_us();
     uint64_t head = 0, seen_tail = 0;
     for (; head < (uint64_t)n; head++) {
-        if (head - seen_tail == RING_SLOTS)
+        if (head - seen_tail == RING_SLOTS) {
             while (head - (seen_tail = atomic_load_explicit(&sh->tail, memory_order_acquire)) ==
-                   RING_SLOTS)
+                   RING_SLOTS) {
+                if (atomic_load_explicit(&sh->bad, memory_order_relaxed)) goto drained;
                 cpu_relax();
+            }
+        }
         sh->slots[head & RING_MASK] = head + 1;
         atomic_store_explicit(&sh->head, head + 1, memory_order_release);
     }
@@ -226,6 +232,7 @@ static double spsc_once(long n)
     while (atomic_load_explicit(&sh->tail, memory_order_acquire) != (uint64_t)n &&
            !atomic_load(&sh->bad))
         cpu_relax();
+drained:;
     double t1 = now_us();
     finish_child(pid, "raw-spsc");
     return (double)n / (t1 - t0); /* messages per us == Mmsg/s */
@@ -288,7 +295,6 @@ int main(int argc, char **argv)
     }
     memset(sh, 0, sizeof *sh); /* fault the pages in before anything is timed */
     pin(0);
-    alarm(TIME_LIMIT_S); /* default action kills us; the child follows via PDEATHSIG */
 
     if (!json)
         printf("%-10s %-14s %10s %12s %-7s %12s %10s\n", "test", "transport", "size", "median",

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The main job: builds fastmsg, runs its benchmark over every transport with
+# the baselines in the same run (kernel TCP and UDP, raw shared memory,
+# Open MPI with vader and with UCX, MPICH), and prints the comparison.
+#   bench/run.sh [--quick]
+# Raw results: build/bench/results.jsonl; the report: build/bench/report.md.
+set -eu
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+bash scripts/deps.sh bench
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/release >/dev/null
+mkdir -p build/bench
+out=build/bench/results.jsonl
+: > "$out"
+FMRUN=build/release/tools/fmrun
+FMPERF=build/release/tools/fmperf
+
+# Runs one fastmsg measurement, its JSON lines into the results.
+perf() {
+  local n=$1
+  shift
+  echo "+ fmrun -n $n fmperf $*" >&2
+  timeout 900 "$FMRUN" -n "$n" "$FMPERF" "$@" --json >>"$out" ||
+    echo "fmperf $* failed" >&2
+}
+
+if [ $quick -eq 1 ]; then
+  lat_sizes=0,8,1K,64K,1M
+  bw_sizes=4K,1M,4M
+  export QUICK=1
+else
+  lat_sizes=0,1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M
+  bw_sizes=8,64,512,4K,32K,256K,1M,4M
+fi
+
+perf 2 latency --sizes "$lat_sizes" --peer tcp
+perf 2 latency --sizes 8,1K,64K --peer udp
+perf 2 bw --sizes "$bw_sizes" --peer tcp
+perf 2 bw --sizes 64K,1M,4M --in-place
+perf 2 msgrate --peer tcp
+perf 2 msgrate --peer udp
+perf 4 ring --peer tcp
+perf 8 ring
+perf 2 idle
+echo "+ bench/peers.sh (raw shared memory, Open MPI, MPICH)" >&2
+bash bench/peers.sh >>"$out" || echo "bench/peers.sh failed" >&2
+# fastmsg's small-message figures once more after the peers, so the goals
+# compare medians taken on both sides of them.
+perf 2 latency --sizes 8 --peer tcp
+perf 2 msgrate
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+machine="Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%d)."
+python3 bench/report.py "$out" --title "fastmsg benchmark" --command "bash bench/run.sh" \
+        --machine "$machine" --out build/bench/report.md
