@@ -3,6 +3,8 @@
 #
 #   bash bench/peers.sh > peers.jsonl          # full run
 #   QUICK=1 bash bench/peers.sh > peers.jsonl  # smoke run: few sizes, few iterations
+#   bash bench/peers.sh --one LABEL TEST ARGS  # one run: LABEL raw, openmpi-vader, openmpi-ucx
+#                                              # or mpich; TEST and ARGS as for mpi_perf
 #
 # stdout carries only JSON lines (one per result, keys as in fmperf --json); everything else,
 # including each failed or timed-out run, goes to stderr.  A failed run does not stop the others;
@@ -60,9 +62,10 @@ fi
 mkdir -p "$build" || exit 1
 warn=(-std=c11 -O2 -Wall -Wextra)
 
-compile() { # compile OUTPUT COMPILER ARGS...
+compile() { # compile OUTPUT COMPILER ARGS... (the source is the last argument)
     local out=$1
     shift
+    [ "$build/$out" -nt "${!#}" ] && return 0 # up to date
     if ! have "$1"; then
         log "skip $out: $1 not found"
         status=1
@@ -121,6 +124,20 @@ peer_cmd() {
     mpich) cmd=(mpiexec.mpich -n "$n" -bind-to core "$build/mpi_perf.mpich") ;;
     esac
 }
+
+# --one LABEL TEST ARGS...: one run of one peer (bench/run.sh's goal rounds).
+if [ "${1:-}" = "--one" ]; then
+    label=$2 test=$3
+    shift 3
+    case $test in ring | allreduce) n=4 ;; *) n=2 ;; esac
+    if [ "$label" = raw ]; then
+        run raw_shm "$build/raw_shm" --json "$@"
+    else
+        peer_cmd "$label" "$n"
+        run "$test $label ($n ranks)" "${cmd[@]}" "$test" --json --label "$label" "$@"
+    fi
+    exit "$status"
+fi
 
 if [ -x "$build/raw_shm" ]; then
     run raw_shm "$build/raw_shm" --json "${it_raw[@]}"

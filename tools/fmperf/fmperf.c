@@ -185,8 +185,8 @@ static long iters_for(const struct opts *o, size_t size)
         return n > 20000 ? 20000 : n < 50 ? 50 : n;
     }
     case T_BW: {
-        long n = (long)((2048ull << 20) / (size + 64));
-        n = n > 200000 ? 200000 : n;
+        long n = (long)((1024ull << 20) / (size + 64));
+        n = n > 64000 ? 64000 : n;
         return n < 10L * o->window ? 10L * o->window : n;
     }
     case T_MSGRATE: return 1000000;

@@ -1,0 +1,15 @@
+/* CRC32C (Castagnoli), the checksum of every fastmsg packet: the SSE4.2
+ * instruction where the CPU has it, a table otherwise. */
+#ifndef FM_NET_CRC32C_H
+#define FM_NET_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continues a CRC32C over data: start with crc = 0. */
+uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* Whether the hardware instruction is used (for fm_info). */
+int fm_crc32c_hw(void);
+
+#endif
