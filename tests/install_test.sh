@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, then builds the API guide's
 # ping-pong example the way a user would (pkg-config) and runs it.
-#   install_test.sh BUILD_DIR SOURCE_DIR
+#   install_test.sh BUILD_DIR SOURCE_DIR [SANITIZERS]
+# (a sanitized library needs its runtime linked into the program as well)
 set -eu
 build=$1
 src=$2
+san=${3:+-fsanitize=$3}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -21,7 +23,7 @@ fi
 [ "$(wc -l < "$src/examples/pingpong.c")" -lt 60 ] || { echo "FAIL: example too long" >&2; exit 1; }
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
-cc -Wall -Wextra -Werror "$src/examples/pingpong.c" $(pkg-config --cflags --libs fastmsg) \
+cc -Wall -Wextra -Werror $san "$src/examples/pingpong.c" $(pkg-config --cflags --libs fastmsg) \
    -o "$prefix/pingpong"
 out=$("$prefix/bin/fmrun" -n 2 "$prefix/pingpong")
 [ "$out" = "$(printf 'pong\npong\npong')" ] || { echo "FAIL: example printed: $out" >&2; exit 1; }
