@@ -1,0 +1,1068 @@
+#include "engine.h"
+
+#include "core/ctx.h"
+#include "core/log.h"
+#include "siphash.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fm_net_counter_names[FM_NC_COUNT] = {
+    [FM_NC_TX_PACKETS] = "tx_packets", [FM_NC_TX_BYTES] = "tx_bytes",
+    [FM_NC_RX_PACKETS] = "rx_packets", [FM_NC_RX_BYTES] = "rx_bytes",
+    [FM_NC_RETX_TIMEOUT] = "retransmits_timeout", [FM_NC_RETX_FAST] = "retransmits_fast",
+    [FM_NC_ACKS] = "acks_sent", [FM_NC_PINGS] = "pings_sent", [FM_NC_SESSIONS] = "sessions",
+    [FM_NC_PEERS_LOST] = "peers_lost",
+};
+
+/* Received packets an ACK waits for before it goes on its own. */
+#define ACK_EVERY 16
+/* Heartbeats per timeout: an idle session pings this often. */
+#define PINGS_PER_TIMEOUT 4
+/* The first HELLO retry; then doubling. */
+#define HELLO_RETRY_NS 2000000u
+
+enum sess_state {
+    S_NEW,        /* nothing sent yet */
+    S_HELLO_SENT, /* waiting for HELLO_ACK */
+    S_UP,         /* both sides know each other's epoch and first sequence number */
+    S_GONE,       /* the peer left or was lost */
+};
+
+/* A sequenced packet in flight. */
+struct txent {
+    uint64_t t_sent; /* last transmission */
+    uint64_t pos;    /* DATA: stream position */
+    uint32_t flow;   /* DATA, FLOW: flow id */
+    uint32_t len;    /* DATA: bytes */
+    uint8_t op;      /* DATA, FLOW or BYE */
+    uint8_t sacked;  /* selectively acknowledged */
+    uint8_t retx;    /* retransmissions so far */
+    uint8_t due;     /* to be (re)transmitted at the next output */
+};
+
+/* A packet received ahead of a gap, held until the gap fills. */
+struct held {
+    void *pkt;
+    size_t len;
+};
+
+struct fm_session {
+    struct fm_net *net;
+    int rank;
+    int state;
+    struct sockaddr_in addr;
+    int have_addr;
+    uint32_t peer_epoch;   /* 0 until known */
+    uint64_t hello_nonce;  /* of our HELLO */
+    uint64_t peer_nonce;   /* of theirs, to echo */
+    uint64_t t_hello;      /* next HELLO retry */
+    uint64_t hello_backoff;
+    uint64_t t_first_hello;
+    uint8_t hello_ack_due;
+    uint8_t pending;       /* in the engine's pending list */
+    uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
+    uint8_t ack_now;       /* send an ACK at the next output */
+    uint8_t credit_due;    /* a receiving endpoint released bytes */
+    uint8_t bye_due, bye_sent, bye_received;
+
+    /* transmit */
+    uint32_t snd_nxt, snd_una;
+    struct txent tx[FM_NET_TXWIN];
+    uint64_t srtt, rttvar, rto;
+    uint64_t t_last_tx, t_last_rx;
+
+    /* receive */
+    int rcv_known;
+    uint32_t rcv_nxt;
+    struct held held[FM_WIRE_SACK_BITS]; /* by seq % FM_WIRE_SACK_BITS */
+    int nheld;
+    uint32_t unacked;      /* received since our last acknowledgement */
+    uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
+
+    struct fm_txflow **txf;
+    uint32_t ntxf, next_txf;
+    struct fm_rxflow **rxf; /* by the sender's flow id */
+    uint32_t rxf_cap;
+};
+
+struct fm_net {
+    struct fm_net_params p;
+    uint64_t job;
+    struct fm_session **sess;   /* [size], created on first contact */
+    struct fm_session **all;    /* created sessions, for timer scans */
+    int nall, all_cap;
+    struct fm_session **pending; /* sessions with something to send */
+    int npending, pending_cap;
+    struct fm_session **gathering; /* sessions holding small messages back */
+    int ngathering, gathering_cap;
+    uint64_t next_timer;
+    uint64_t rng;
+    uint64_t nc[FM_NC_COUNT];
+    uint64_t drops[FM_DROP_COUNT];
+};
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint64_t rnd(struct fm_net *net)
+{
+    uint64_t x = net->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return net->rng = x;
+}
+
+/* Appends s to a session list unless its flag says it is there. */
+static void list_add(struct fm_session ***list, int *n, int *cap, struct fm_session *s,
+                     uint8_t *flag)
+{
+    if (*flag)
+        return;
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 16;
+        struct fm_session **p = realloc(*list, sizeof(*p) * (size_t)c);
+        if (!p)
+            return; /* the timer scan finds it later */
+        *list = p;
+        *cap = c;
+    }
+    (*list)[(*n)++] = s;
+    *flag = 1;
+}
+
+static void mark_pending(struct fm_net *net, struct fm_session *s)
+{
+    list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
+}
+
+static struct fm_session *session(struct fm_net *net, int rank)
+{
+    struct fm_session *s = net->sess[rank];
+    if (s)
+        return s;
+    if (net->nall == net->all_cap) {
+        int cap = net->all_cap ? net->all_cap * 2 : 16;
+        struct fm_session **a = realloc(net->all, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return NULL;
+        net->all = a;
+        net->all_cap = cap;
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->net = net;
+    s->rank = rank;
+    s->snd_nxt = s->snd_una = (uint32_t)rnd(net);
+    s->rto = net->p.rto_min_ns * 4;
+    net->all[net->nall++] = s;
+    net->sess[rank] = s;
+    net->nc[FM_NC_SESSIONS]++;
+    return s;
+}
+
+static void hdr_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, uint8_t op)
+{
+    memset(&p->hdr, 0, sizeof(p->hdr));
+    p->hdr.version = FM_WIRE_VERSION;
+    p->hdr.op = op;
+    p->hdr.job = net->job;
+    p->hdr.src_rank = (uint32_t)net->p.rank;
+    p->hdr.dst_rank = (uint32_t)s->rank;
+    p->hdr.src_epoch = net->p.epoch;
+    p->hdr.dst_epoch = s->peer_epoch;
+    if (s->rcv_known) {
+        p->hdr.flags |= FM_HDR_ACK_VALID;
+        p->hdr.ack = s->rcv_nxt;
+        /* Riding on this packet, the acknowledgement needs no packet of its
+         * own unless the peer must learn of a gap. */
+        s->unacked = 0;
+        if (!s->nheld)
+            s->ack_now = 0;
+    }
+    p->sub_len = 0;
+    p->nbytes[0] = p->nbytes[1] = 0;
+    p->to = s->addr;
+    p->rank = s->rank;
+}
+
+static void session_gone(struct fm_net *net, struct fm_session *s, int state)
+{
+    if (s->state == S_GONE)
+        return;
+    s->state = S_GONE;
+    for (uint32_t i = 0; i < s->ntxf; i++)
+        s->txf[i]->gen++;
+    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
+        free(s->held[i].pkt);
+        s->held[i].pkt = NULL;
+    }
+    s->nheld = 0;
+    if (state == FM_PEER_FAILED)
+        net->nc[FM_NC_PEERS_LOST]++;
+    fm_info("net", "session with rank %d ends: %s", s->rank,
+            state == FM_PEER_FAILED ? "lost" : "it left");
+    net->p.up.peer_gone(net->p.up.core, s->rank, state);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+struct fm_net *fm_net_new(const struct fm_net_params *p)
+{
+    struct fm_net *net = calloc(1, sizeof(*net));
+    if (!net)
+        return NULL;
+    net->p = *p;
+    net->sess = calloc((size_t)p->size, sizeof(*net->sess));
+    if (!net->sess) {
+        free(net);
+        return NULL;
+    }
+    static const char tag_msg[] = "fastmsg job tag";
+    net->job = fm_siphash(p->key, tag_msg, sizeof(tag_msg) - 1);
+    net->rng = ((uint64_t)p->epoch << 32) ^ net->job ^ 0x9E3779B97F4A7C15ull;
+    net->next_timer = UINT64_MAX;
+    return net;
+}
+
+static void flows_free(struct fm_session *s)
+{
+    for (uint32_t i = 0; i < s->ntxf; i++) {
+        free(s->txf[i]->ring.data);
+        free(s->txf[i]);
+    }
+    free(s->txf);
+    for (uint32_t i = 0; i < s->rxf_cap; i++)
+        if (s->rxf[i]) {
+            free(s->rxf[i]->ring.data);
+            free(s->rxf[i]);
+        }
+    free(s->rxf);
+}
+
+void fm_net_free(struct fm_net *net)
+{
+    if (!net)
+        return;
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        for (int k = 0; k < FM_WIRE_SACK_BITS; k++)
+            free(s->held[k].pkt);
+        flows_free(s);
+        free(s);
+    }
+    free(net->all);
+    free(net->pending);
+    free(net->gathering);
+    free(net->sess);
+    free(net);
+}
+
+uint64_t fm_net_job_tag(const struct fm_net *net) { return net->job; }
+
+static unsigned char *ring_alloc(uint32_t size)
+{
+    /* Aligned so that 8-byte header words never straddle cache lines. */
+    void *p = NULL;
+    if (posix_memalign(&p, FM_CACHE_LINE, size))
+        return NULL;
+    memset(p, 0, size);
+    return p;
+}
+
+int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
+                struct fm_txflow **out)
+{
+    struct fm_session *s = session(net, rank);
+    if (!s)
+        return FM_ENOMEM;
+    if (s->state == S_GONE)
+        return FM_EPEERLOST;
+    for (uint32_t i = 0; i < s->ntxf; i++) {
+        struct fm_txflow *f = s->txf[i];
+        if (f->src_channel == src_channel && f->dst_channel == dst_channel) {
+            *out = f;
+            return 0;
+        }
+    }
+    if (!s->have_addr) {
+        int rc = net->p.up.address_of(net->p.up.core, rank, &s->addr);
+        if (rc)
+            return rc;
+        s->have_addr = 1;
+    }
+    struct fm_txflow **a = realloc(s->txf, sizeof(*a) * (s->ntxf + 1));
+    if (!a)
+        return FM_ENOMEM;
+    s->txf = a;
+    struct fm_txflow *f = calloc(1, sizeof(*f));
+    unsigned char *data = ring_alloc(net->p.ring_size);
+    if (!f || !data) {
+        free(f);
+        free(data);
+        return FM_ENOMEM;
+    }
+    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = net->p.ring_size};
+    f->s = s;
+    f->id = s->ntxf;
+    f->src_channel = src_channel;
+    f->dst_channel = dst_channel;
+    f->gen = 1;
+    s->txf[s->ntxf++] = f;
+    mark_pending(net, s);
+    *out = f;
+    return 0;
+}
+
+/* ---- receiving -------------------------------------------------------------- */
+
+static void rtt_sample(struct fm_net *net, struct fm_session *s, uint64_t rtt)
+{
+    /* RFC 6298 in nanoseconds. */
+    if (!s->srtt) {
+        s->srtt = rtt;
+        s->rttvar = rtt / 2;
+    } else {
+        uint64_t d = s->srtt > rtt ? s->srtt - rtt : rtt - s->srtt;
+        s->rttvar = (3 * s->rttvar + d) / 4;
+        s->srtt = (7 * s->srtt + rtt) / 8;
+    }
+    uint64_t rto = s->srtt + 4 * s->rttvar;
+    s->rto = FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
+}
+
+static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
+                   const struct fm_wire_ack *a, uint64_t now)
+{
+    if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
+        struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
+        if (!last->retx)
+            rtt_sample(net, s, now - last->t_sent);
+        for (uint32_t q = s->snd_una; q != ack; q++)
+            s->tx[q % FM_NET_TXWIN].op = 0;
+        s->snd_una = ack;
+        mark_pending(net, s); /* the window moved: more may go */
+    }
+    if (!a)
+        return;
+    uint32_t highest = s->snd_una;
+    int any = 0;
+    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
+        if (!(a->sack[i / 64] >> (i % 64) & 1))
+            continue;
+        uint32_t q = ack + 1 + (uint32_t)i;
+        if (fm_seq_lt(q, s->snd_una) || !fm_seq_lt(q, s->snd_nxt))
+            continue;
+        s->tx[q % FM_NET_TXWIN].sacked = 1;
+        highest = q;
+        any = 1;
+    }
+    if (!any)
+        return;
+    /* Fast retransmission: a packet with three or more acknowledged after it
+     * is lost; resend it, at most once per round trip. */
+    uint64_t min_gap = s->srtt ? s->srtt : net->p.rto_min_ns;
+    for (uint32_t q = s->snd_una; fm_seq_lt(q, highest) && highest - q >= 3; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (e->op && !e->sacked && !e->due && now - e->t_sent >= min_gap) {
+            e->due = 1;
+            net->nc[FM_NC_RETX_FAST]++;
+            mark_pending(net, s);
+        }
+    }
+}
+
+static void on_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (c[i].flow >= s->ntxf)
+            continue;
+        struct fm_txflow *f = s->txf[c[i].flow];
+        /* Never beyond what was sent, never backwards. */
+        if (c[i].head > f->ctl.head && c[i].head <= f->sent)
+            __atomic_store_n(&f->ctl.head, c[i].head, __ATOMIC_RELEASE);
+    }
+}
+
+static struct fm_rxflow *rxflow_new(struct fm_net *net, struct fm_session *s,
+                                    const struct fm_wire_flow *w)
+{
+    if (w->flow >= (1u << 20) || !fm_is_pow2(w->ring_size) || w->ring_size < 4096 ||
+        w->ring_size > (1u << 30))
+        return NULL;
+    if (w->flow >= s->rxf_cap) {
+        uint32_t cap = FM_MAX(w->flow + 1, s->rxf_cap * 2);
+        struct fm_rxflow **a = realloc(s->rxf, sizeof(*a) * cap);
+        if (!a)
+            return NULL;
+        memset(a + s->rxf_cap, 0, sizeof(*a) * (cap - s->rxf_cap));
+        s->rxf = a;
+        s->rxf_cap = cap;
+    }
+    if (s->rxf[w->flow])
+        return NULL; /* a flow id is announced once */
+    struct fm_rxflow *f = calloc(1, sizeof(*f));
+    unsigned char *data = ring_alloc(w->ring_size);
+    if (!f || !data) {
+        free(f);
+        free(data);
+        return NULL;
+    }
+    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = w->ring_size};
+    f->s = s;
+    f->id = w->flow;
+    f->src_channel = w->src_channel;
+    f->dst_channel = w->dst_channel;
+    s->rxf[w->flow] = f;
+    net->p.up.flow_new(net->p.up.core, f, s->rank);
+    return f;
+}
+
+/*
+ * Lays stream bytes into a flow's ring. Records are published in order and
+ * only when complete: the header word is written last, after the slot after
+ * the record was zeroed, exactly as a shared-memory producer does.
+ */
+static enum fm_drop rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
+                            const unsigned char *b, size_t len)
+{
+    uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+    if (pos != f->wpos || (len & 7) || pos + len > head + f->ring.size)
+        return FM_DROP_FLOW;
+    int published = 0;
+    while (len) {
+        if (f->wpos == f->rec_end) {
+            uint64_t h;
+            memcpy(&h, b, 8);
+            if (!fm_ring_hdr_valid(&f->ring, h) || FM_REC_TYPE(h) == FM_REC_SRC ||
+                f->wpos + FM_REC_SIZE(FM_REC_LEN(h)) + FM_REC_HDR > head + f->ring.size)
+                return FM_DROP_FLOW;
+            f->rec_start = f->wpos;
+            f->rec_end = f->wpos + FM_REC_SIZE(FM_REC_LEN(h));
+            f->rec_hdr = h;
+            f->wpos += 8;
+            b += 8;
+            len -= 8;
+        }
+        size_t n = (size_t)FM_MIN((uint64_t)len, f->rec_end - f->wpos);
+        if (!f->orphan)
+            fm_ring_put(&f->ring, f->wpos, b, n);
+        f->wpos += n;
+        b += n;
+        len -= n;
+        if (f->wpos == f->rec_end) {
+            if (f->orphan) {
+                __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
+                f->s->credit_due = 1;
+                continue;
+            }
+            *fm_ring_word(&f->ring, f->rec_end) = 0;
+            __atomic_store_n(fm_ring_word(&f->ring, f->rec_start), f->rec_hdr,
+                             __ATOMIC_RELEASE);
+            published = 1;
+        }
+    }
+    if (published)
+        net->p.up.delivered(net->p.up.core, f);
+    return FM_DROP_NONE;
+}
+
+/* Handles a sequenced packet whose turn has come. */
+static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const struct fm_wire_hdr *h,
+                            const unsigned char *pl)
+{
+    switch (h->op) {
+    case FM_OP_FLOW: {
+        struct fm_wire_flow w;
+        memcpy(&w, pl, sizeof(w));
+        return rxflow_new(net, s, &w) ? FM_DROP_NONE : FM_DROP_FLOW;
+    }
+    case FM_OP_DATA: {
+        struct fm_wire_data d;
+        memcpy(&d, pl, sizeof(d));
+        if (d.flow >= s->rxf_cap || !s->rxf[d.flow])
+            return FM_DROP_FLOW;
+        return rx_data(net, s->rxf[d.flow], d.pos, pl + sizeof(d), h->len - sizeof(d));
+    }
+    default: /* FM_OP_BYE: everything before it is delivered */
+        s->bye_received = 1;
+        s->ack_now = 1; /* the leaving process waits for this acknowledgement */
+        session_gone(net, s, FM_PEER_FINALIZED);
+        return FM_DROP_NONE;
+    }
+}
+
+/* A sequenced packet: deliver it in order, or hold it until its turn. */
+static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void *pkt, size_t len)
+{
+    struct fm_wire_hdr h;
+    memcpy(&h, pkt, sizeof(h));
+    uint32_t off = h.seq - s->rcv_nxt;
+    if (fm_seq_lt(h.seq, s->rcv_nxt)) {
+        s->ack_now = 1; /* the peer missed our acknowledgement */
+        return FM_DROP_DUPLICATE;
+    }
+    if (off > FM_WIRE_SACK_BITS)
+        return FM_DROP_WINDOW;
+    if (off > 0) {
+        struct held *hd = &s->held[h.seq % FM_WIRE_SACK_BITS];
+        s->ack_now = 1; /* tell the sender about the gap at once */
+        if (hd->pkt)
+            return FM_DROP_DUPLICATE;
+        hd->pkt = malloc(len);
+        if (!hd->pkt)
+            return FM_DROP_WINDOW;
+        memcpy(hd->pkt, pkt, len);
+        hd->len = len;
+        s->nheld++;
+        return FM_DROP_NONE;
+    }
+    enum fm_drop why = deliver(net, s, &h, (const unsigned char *)pkt + sizeof(h));
+    s->rcv_nxt++;
+    s->unacked++;
+    /* Then whatever was waiting behind it. */
+    struct held *hd;
+    while (s->state != S_GONE && (hd = &s->held[s->rcv_nxt % FM_WIRE_SACK_BITS])->pkt) {
+        struct fm_wire_hdr h2;
+        memcpy(&h2, hd->pkt, sizeof(h2));
+        enum fm_drop w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2));
+        if (w2 != FM_DROP_NONE)
+            net->drops[w2]++;
+        free(hd->pkt);
+        hd->pkt = NULL;
+        s->nheld--;
+        s->rcv_nxt++;
+        s->unacked++;
+    }
+    if (s->unacked >= ACK_EVERY)
+        s->ack_now = 1;
+    if (!s->t_ack_due)
+        s->t_ack_due = 1; /* armed at the next output, with its clock */
+    return why;
+}
+
+static size_t payload_size(uint8_t op)
+{
+    switch (op) {
+    case FM_OP_HELLO:
+    case FM_OP_HELLO_ACK: return sizeof(struct fm_wire_hello);
+    case FM_OP_FLOW: return sizeof(struct fm_wire_flow);
+    case FM_OP_DATA: return sizeof(struct fm_wire_data);
+    case FM_OP_ACK: return sizeof(struct fm_wire_ack);
+    default: return 0;
+    }
+}
+
+static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s,
+                             const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,
+                             const struct sockaddr_in *from)
+{
+    if (fm_wire_hello_mac(net->p.key, h, hello) != hello->mac)
+        return FM_DROP_AUTH;
+    if (s->state == S_GONE || (s->peer_epoch && s->peer_epoch != h->src_epoch))
+        return FM_DROP_STALE; /* ranks do not come back */
+    if (h->op == FM_OP_HELLO_ACK &&
+        (h->dst_epoch != net->p.epoch || hello->nonce != s->hello_nonce || s->state == S_NEW))
+        return FM_DROP_STALE;
+    if (!s->peer_epoch) {
+        s->peer_epoch = h->src_epoch;
+        s->rcv_nxt = hello->first_seq;
+        s->rcv_known = 1;
+    }
+    if (!s->have_addr || h->op == FM_OP_HELLO) {
+        s->addr = *from;
+        s->have_addr = 1;
+    }
+    if (h->op == FM_OP_HELLO) {
+        s->peer_nonce = hello->nonce;
+        s->hello_ack_due = 1;
+    }
+    s->state = S_UP;
+    mark_pending(net, s);
+    return FM_DROP_NONE;
+}
+
+enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
+                          const struct sockaddr_in *from, uint64_t now)
+{
+    enum fm_drop why = fm_wire_check(pkt, len, net->job, (uint32_t)net->p.rank,
+                                     (uint32_t)net->p.size);
+    struct fm_wire_hdr h;
+    const unsigned char *pl = (const unsigned char *)pkt + sizeof(h);
+    struct fm_session *s = NULL;
+    if (why)
+        goto drop;
+    memcpy(&h, pkt, sizeof(h));
+    if (h.len < payload_size(h.op) || (h.op == FM_OP_HELLO && h.dst_epoch != 0)) {
+        why = FM_DROP_OPCODE;
+        goto drop;
+    }
+    net->nc[FM_NC_RX_PACKETS]++;
+    net->nc[FM_NC_RX_BYTES] += len;
+    s = h.op == FM_OP_HELLO ? session(net, (int)h.src_rank) : net->sess[h.src_rank];
+    if (!s) {
+        why = FM_DROP_NOSESSION;
+        goto drop;
+    }
+    if (h.op == FM_OP_HELLO || h.op == FM_OP_HELLO_ACK) {
+        struct fm_wire_hello hello;
+        memcpy(&hello, pl, sizeof(hello));
+        why = on_hello(net, s, &h, &hello, from);
+        if (why)
+            goto drop;
+        s->t_last_rx = now;
+        return FM_DROP_NONE;
+    }
+    if (s->state == S_GONE && s->bye_received && h.src_epoch == s->peer_epoch &&
+        h.seq && fm_seq_lt(h.seq, s->rcv_nxt)) {
+        /* A retransmission of what came before the peer's goodbye: our
+         * acknowledgement was lost, send it again. */
+        s->ack_now = 1;
+        mark_pending(net, s);
+        why = FM_DROP_DUPLICATE;
+        goto drop;
+    }
+    if (s->state != S_UP) {
+        why = s->state == S_GONE ? FM_DROP_STALE : FM_DROP_NOSESSION;
+        goto drop;
+    }
+    if (h.src_epoch != s->peer_epoch || h.dst_epoch != net->p.epoch) {
+        why = FM_DROP_STALE;
+        goto drop;
+    }
+    s->t_last_rx = now;
+    if (h.flags & FM_HDR_ACK_VALID)
+        on_ack(net, s, h.ack, NULL, now);
+    switch (h.op) {
+    case FM_OP_ACK: {
+        struct fm_wire_ack a;
+        memcpy(&a, pl, sizeof(a));
+        if (h.len != sizeof(a) + a.ncredit * sizeof(struct fm_wire_credit) ||
+            !(h.flags & FM_HDR_ACK_VALID)) {
+            why = FM_DROP_OPCODE;
+            goto drop;
+        }
+        on_ack(net, s, h.ack, &a, now);
+        struct fm_wire_credit c[FM_NET_MAX_CREDITS];
+        int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
+        memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);
+        on_credits(s, c, n);
+        return FM_DROP_NONE;
+    }
+    case FM_OP_PING:
+        s->ack_now = 1;
+        mark_pending(net, s);
+        return FM_DROP_NONE;
+    case FM_OP_DATA:
+    case FM_OP_FLOW:
+    case FM_OP_BYE:
+        if ((h.op == FM_OP_FLOW && h.len != sizeof(struct fm_wire_flow)) ||
+            (h.op == FM_OP_BYE && h.len != 0)) {
+            why = FM_DROP_OPCODE;
+            goto drop;
+        }
+        why = on_sequenced(net, s, pkt, len);
+        mark_pending(net, s);
+        if (why)
+            goto drop;
+        return FM_DROP_NONE;
+    default:
+        why = FM_DROP_OPCODE;
+        goto drop;
+    }
+drop:
+    net->drops[why]++;
+    fm_debug("net", "dropped a %zu-byte packet: %s", len, fm_drop_names[why]);
+    return why;
+}
+
+void fm_net_unreachable(struct fm_net *net, const struct sockaddr_in *from)
+{
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        if (s->have_addr && s->addr.sin_addr.s_addr == from->sin_addr.s_addr &&
+            s->addr.sin_port == from->sin_port && s->state != S_GONE)
+            session_gone(net, s, s->bye_sent ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+    }
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+static void count_tx(struct fm_net *net, struct fm_pkt_out *p)
+{
+    net->nc[FM_NC_TX_PACKETS]++;
+    net->nc[FM_NC_TX_BYTES] += sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
+}
+
+static void build_hello(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, int ack)
+{
+    hdr_init(net, s, p, ack ? FM_OP_HELLO_ACK : FM_OP_HELLO);
+    if (!ack) {
+        p->hdr.dst_epoch = 0;
+        p->hdr.flags = 0;
+        p->hdr.ack = 0;
+    }
+    struct fm_wire_hello *hl = &p->sub.hello;
+    memset(hl, 0, sizeof(*hl));
+    hl->nonce = ack ? s->peer_nonce : s->hello_nonce;
+    hl->first_seq = s->snd_una;
+    p->hdr.len = sizeof(*hl);
+    hl->mac = fm_wire_hello_mac(net->p.key, &p->hdr, hl);
+    p->sub_len = sizeof(*hl);
+}
+
+/* Fills p with the sequenced packet of table entry q. */
+static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q,
+                            struct fm_pkt_out *p)
+{
+    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    hdr_init(net, s, p, e->op);
+    p->hdr.seq = q;
+    if (e->op == FM_OP_FLOW) {
+        struct fm_txflow *f = s->txf[e->flow];
+        p->sub.flow = (struct fm_wire_flow){.flow = f->id, .src_channel = f->src_channel,
+                                            .dst_channel = f->dst_channel,
+                                            .ring_size = (uint32_t)f->ring.size};
+        p->sub_len = sizeof(p->sub.flow);
+    } else if (e->op == FM_OP_DATA) {
+        struct fm_txflow *f = s->txf[e->flow];
+        p->sub.data = (struct fm_wire_data){.flow = f->id, .pos = e->pos};
+        p->sub_len = sizeof(p->sub.data);
+        uint64_t off = e->pos & (f->ring.size - 1);
+        uint64_t first = FM_MIN((uint64_t)e->len, f->ring.size - off);
+        p->bytes[0] = f->ring.data + off;
+        p->nbytes[0] = (uint16_t)first;
+        p->bytes[1] = f->ring.data;
+        p->nbytes[1] = (uint16_t)(e->len - first);
+    }
+}
+
+/* Takes a new sequence number for a packet of kind op. */
+static uint32_t sequence(struct fm_session *s, uint8_t op, uint32_t flow, uint64_t pos,
+                         uint32_t len, uint64_t now)
+{
+    uint32_t q = s->snd_nxt++;
+    s->tx[q % FM_NET_TXWIN] = (struct txent){
+        .t_sent = now, .pos = pos, .flow = flow, .len = len, .op = op};
+    return q;
+}
+
+static int window_open(const struct fm_session *s)
+{
+    return s->snd_nxt - s->snd_una < FM_NET_TXWIN;
+}
+
+/* Finds how far a mirror holds complete records. */
+static void scan_complete(struct fm_txflow *f, uint64_t limit)
+{
+    while (f->complete - f->sent < limit) {
+        uint64_t h = fm_ring_peek(&f->ring, f->complete);
+        if (!h)
+            break;
+        f->complete += FM_REC_SIZE(FM_REC_LEN(h));
+    }
+}
+
+static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p)
+{
+    hdr_init(net, s, p, FM_OP_ACK);
+    struct fm_wire_ack *a = &p->sub.ack.ack;
+    memset(a, 0, sizeof(*a));
+    for (uint32_t i = 0; s->nheld && i < FM_WIRE_SACK_BITS; i++)
+        if (s->held[(s->rcv_nxt + 1 + i) % FM_WIRE_SACK_BITS].pkt)
+            a->sack[i / 64] |= 1ull << (i % 64);
+    int n = 0;
+    if (s->credit_due) {
+        s->credit_due = 0;
+        for (uint32_t i = 0; i < s->rxf_cap; i++) {
+            struct fm_rxflow *f = s->rxf[i];
+            if (!f)
+                continue;
+            uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+            if (head == f->credited)
+                continue;
+            if (n == FM_NET_MAX_CREDITS) {
+                s->credit_due = 1; /* the rest in the next ACK */
+                break;
+            }
+            p->sub.ack.credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
+            f->credited = head;
+        }
+    }
+    a->ncredit = (uint16_t)n;
+    p->sub_len = (uint16_t)(sizeof(*a) + (size_t)n * sizeof(struct fm_wire_credit));
+    s->ack_now = 0;
+    s->unacked = 0;
+    s->t_ack_due = 0;
+    net->nc[FM_NC_ACKS]++;
+}
+
+/* Fills packets for one session; returns how many. */
+static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                          int max, int flush, uint64_t now)
+{
+    int n = 0;
+    if (s->state == S_GONE) {
+        /* Only the last acknowledgement for a peer that said goodbye. */
+        if (s->bye_received && s->ack_now && max > 0) {
+            build_ack(net, s, &pkts[n++]);
+            s->t_last_tx = now;
+        }
+        return n;
+    }
+    if (s->state == S_NEW && s->ntxf) {
+        s->hello_nonce = rnd(net);
+        s->state = S_HELLO_SENT;
+        s->t_first_hello = now;
+        s->hello_backoff = HELLO_RETRY_NS;
+        s->t_hello = 0;
+    }
+    if (s->state == S_HELLO_SENT) {
+        if (now >= s->t_hello && n < max) {
+            build_hello(net, s, &pkts[n++], 0);
+            s->t_hello = now + s->hello_backoff;
+            s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
+        }
+        return n;
+    }
+    if (s->state != S_UP)
+        return 0;
+    if (s->hello_ack_due && n < max) {
+        build_hello(net, s, &pkts[n++], 1);
+        s->hello_ack_due = 0;
+    }
+    /* Retransmissions first: they hold the receiver's window. */
+    for (uint32_t q = s->snd_una; q != s->snd_nxt && n < max; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (!e->due || !e->op)
+            continue;
+        build_sequenced(net, s, q, &pkts[n++]);
+        e->due = 0;
+        e->retx++;
+        e->t_sent = now;
+    }
+    /* New flows and new data, round-robin over the flows. */
+    for (uint32_t k = 0; k < s->ntxf && n < max && window_open(s); k++) {
+        struct fm_txflow *f = s->txf[(s->next_txf + k) % s->ntxf];
+        if (!f->announced) {
+            uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
+            build_sequenced(net, s, q, &pkts[n++]);
+            f->announced = 1;
+        }
+        scan_complete(f, f->ring.size);
+        while (n < max && window_open(s) && f->complete > f->sent) {
+            uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
+            /* Gather small messages while earlier ones are in flight. */
+            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt) {
+                list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
+                         &s->gathering);
+                break;
+            }
+            uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
+            build_sequenced(net, s, q, &pkts[n++]);
+            f->sent += len;
+        }
+    }
+    if (s->ntxf)
+        s->next_txf = (s->next_txf + 1) % s->ntxf;
+    if (s->bye_due && !s->bye_sent && n < max && window_open(s)) {
+        int all_sent = 1;
+        for (uint32_t i = 0; i < s->ntxf; i++) {
+            scan_complete(s->txf[i], s->txf[i]->ring.size);
+            all_sent &= s->txf[i]->complete == s->txf[i]->sent;
+        }
+        if (all_sent) {
+            uint32_t q = sequence(s, FM_OP_BYE, 0, 0, 0, now);
+            build_sequenced(net, s, q, &pkts[n++]);
+            s->bye_sent = 1;
+        }
+    }
+    /* An acknowledgement of its own: for gaps, credits, or after enough. */
+    if (s->t_ack_due == 1)
+        s->t_ack_due = now + net->p.ack_delay_ns;
+    if (n < max && (s->ack_now || s->credit_due || (s->unacked && (flush || now >= s->t_ack_due))))
+        build_ack(net, s, &pkts[n++]);
+    if (n)
+        s->t_last_tx = now;
+    return n;
+}
+
+/* Timers of one session: retransmission, heartbeat, liveness. */
+static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->state == S_GONE)
+        return;
+    if (s->state == S_HELLO_SENT) {
+        if (now - s->t_first_hello > net->p.timeout_ns)
+            session_gone(net, s, FM_PEER_FAILED);
+        else if (now >= s->t_hello)
+            mark_pending(net, s);
+        return;
+    }
+    if (s->state != S_UP)
+        return;
+    if (s->t_last_rx && now - s->t_last_rx > net->p.timeout_ns) {
+        fm_info("net", "rank %d silent for %llu ms", s->rank,
+                (unsigned long long)((now - s->t_last_rx) / 1000000));
+        session_gone(net, s, FM_PEER_FAILED);
+        return;
+    }
+    if (!s->t_last_rx)
+        s->t_last_rx = now;
+    if (s->snd_una != s->snd_nxt) {
+        struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+        if (now - e->t_sent >= s->rto) {
+            /* Timeout: resend what is neither acknowledged nor recently sent. */
+            for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+                struct txent *t = &s->tx[q % FM_NET_TXWIN];
+                if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
+                    t->due = 1;
+                    net->nc[FM_NC_RETX_TIMEOUT]++;
+                }
+            }
+            s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
+            mark_pending(net, s);
+        }
+    }
+    uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
+    if (now - s->t_last_tx >= ping_every || (s->unacked && now >= s->t_ack_due) ||
+        s->credit_due)
+        mark_pending(net, s);
+}
+
+static uint64_t session_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t d = UINT64_MAX;
+    if (s->state == S_HELLO_SENT)
+        return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns);
+    if (s->state != S_UP)
+        return d;
+    if (s->snd_una != s->snd_nxt)
+        d = FM_MIN(d, s->tx[s->snd_una % FM_NET_TXWIN].t_sent + s->rto);
+    if (s->unacked && s->t_ack_due > 1)
+        d = FM_MIN(d, s->t_ack_due);
+    d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
+    if (s->t_last_rx)
+        d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);
+    return d;
+}
+
+int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
+{
+    if (now >= net->next_timer) {
+        uint64_t next = UINT64_MAX;
+        for (int i = 0; i < net->nall; i++) {
+            session_timers(net, net->all[i], now);
+            next = FM_MIN(next, session_deadline(net, net->all[i]));
+        }
+        net->next_timer = next;
+    }
+    if (flush) {
+        for (int i = 0; i < net->ngathering; i++) {
+            net->gathering[i]->gathering = 0;
+            mark_pending(net, net->gathering[i]);
+        }
+        net->ngathering = 0;
+    }
+    int n = 0, i = 0;
+    for (; i < net->npending && n < max; i++) {
+        struct fm_session *s = net->pending[i];
+        int k = session_output(net, s, pkts + n, max - n, flush, now);
+        /* Heartbeat: an idle established session still says it lives. */
+        if (k == 0 && s->state == S_UP && n < max &&
+            now - s->t_last_tx >= net->p.timeout_ns / PINGS_PER_TIMEOUT) {
+            hdr_init(net, s, &pkts[n], FM_OP_PING);
+            net->nc[FM_NC_PINGS]++;
+            s->t_last_tx = now;
+            k = 1;
+        }
+        for (int j = 0; j < k; j++)
+            count_tx(net, &pkts[n + j]);
+        n += k;
+        net->next_timer = FM_MIN(net->next_timer, session_deadline(net, s));
+        if (n < max)
+            s->pending = 0; /* done with it; it returns when there is more */
+        else
+            break;
+    }
+    /* Sessions not reached stay pending for the next call. */
+    int keep = 0;
+    for (int j = 0; j < net->npending; j++)
+        if (net->pending[j]->pending)
+            net->pending[keep++] = net->pending[j];
+    net->npending = keep;
+    return n;
+}
+
+int fm_net_want_output(const struct fm_net *net) { return net->npending > 0; }
+
+void fm_net_kick(struct fm_net *net, struct fm_txflow *f) { mark_pending(net, f->s); }
+
+uint64_t fm_net_deadline(const struct fm_net *net) { return net->next_timer; }
+
+void fm_net_released(struct fm_net *net, struct fm_rxflow *f)
+{
+    f->s->credit_due = 1;
+    mark_pending(net, f->s);
+}
+
+void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
+{
+    f->orphan = 1;
+    f->owner = NULL;
+    /* Whatever was in the ring is released with it. */
+    __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
+    fm_net_released(net, f);
+}
+
+uint64_t fm_net_unacked(const struct fm_net *net)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        if (s->state != S_UP && s->state != S_HELLO_SENT)
+            continue;
+        n += s->snd_nxt - s->snd_una;
+        for (uint32_t k = 0; k < s->ntxf; k++) {
+            struct fm_txflow *f = s->txf[k];
+            scan_complete(f, f->ring.size);
+            n += f->complete - f->sent;
+        }
+        n += s->bye_due && !s->bye_sent;
+    }
+    return n;
+}
+
+void fm_net_bye(struct fm_net *net)
+{
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        if (s->state == S_UP) {
+            s->bye_due = 1;
+            mark_pending(net, s);
+        }
+    }
+}
+
+void fm_net_counters(const struct fm_net *net, uint64_t nc[FM_NC_COUNT],
+                     uint64_t drops[FM_DROP_COUNT])
+{
+    memcpy(nc, net->nc, sizeof(net->nc));
+    memcpy(drops, net->drops, sizeof(net->drops));
+}
+
+void fm_net_count_drop(struct fm_net *net, enum fm_drop why) { net->drops[why]++; }
+
+int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
+{
+    int n = 0;
+    iov[n++] = (struct iovec){&p->hdr, sizeof(p->hdr)};
+    if (p->sub_len)
+        iov[n++] = (struct iovec){&p->sub, p->sub_len};
+    for (int i = 0; i < 2; i++)
+        if (p->nbytes[i])
+            iov[n++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
+    fm_wire_seal(&p->hdr, iov + 1, n - 1);
+    return n;
+}

@@ -1,0 +1,188 @@
+/*
+ * The reliable session engine: exactly-once, in-order delivery between two
+ * processes over any lossy datagram link.
+ *
+ * It knows nothing of sockets. Packets come in through fm_net_input and go
+ * out as descriptors that fm_net_output fills and the link transmits (UDP in
+ * production, an in-memory lossy queue in the unit tests). Time is passed
+ * in, so the tests can run it on a fake clock.
+ *
+ * A session joins two processes: one sequence space per direction, set up by
+ * HELLO/HELLO_ACK (one round trip, authenticated by the job key). Over it
+ * run flows, one per (sending endpoint, receiving channel). A flow's data is
+ * a stream of ring records (the format of src/shm/ring.h); the sender keeps
+ * a mirror of the receiver's ring and sends byte ranges of it, the receiver
+ * lays them into its ring at the same positions and publishes each record
+ * when it is complete and in order, so fm_recv reads network messages the
+ * way it reads shared-memory ones. The ring is also the flow control: the
+ * receiver returns released bytes as credits, and a sender never has more
+ * than a ring's worth outstanding, so everything that arrives in order fits.
+ *
+ * Thread safety: the caller serializes all calls on one engine (the core
+ * holds its net lock), except that the mirror rings are written by their
+ * sending endpoint and the landing rings read by their receiving endpoint,
+ * with the ring's own release/acquire protocol.
+ */
+#ifndef FM_NET_ENGINE_H
+#define FM_NET_ENGINE_H
+
+#include "shm/ring.h"
+#include "wire.h"
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#define FM_NET_TXWIN FM_WIRE_SACK_BITS /* sequenced packets in flight per session */
+#define FM_NET_MAX_CREDITS 16           /* credits one ACK carries */
+
+struct fm_net;
+struct fm_session;
+
+/* Sending side of a flow: a mirror of the receiver's ring. */
+struct fm_txflow {
+    struct fm_ring ring;     /* written by the sending endpoint like a shm ring */
+    struct fm_ring_ctl ctl;  /* head = bytes the receiver released (credit) */
+    struct fm_session *s;
+    uint32_t id;             /* index in the session's flows */
+    uint32_t src_channel;
+    uint32_t dst_channel;
+    uint32_t gen;            /* changes when the flow dies: routes must look again */
+    uint64_t sent;           /* stream bytes transmitted at least once */
+    uint64_t complete;       /* end of the last published record seen */
+    uint8_t announced;       /* its FLOW packet has a sequence number */
+};
+
+/* Receiving side of a flow: the ring the receiving endpoint reads. */
+struct fm_rxflow {
+    struct fm_ring ring;
+    struct fm_ring_ctl ctl;  /* head = bytes the endpoint released */
+    struct fm_session *s;
+    uint32_t id;             /* the sender's flow id */
+    uint32_t src_channel;
+    uint32_t dst_channel;
+    uint64_t wpos;           /* next stream byte expected */
+    uint64_t rec_start;      /* record being filled: its position, */
+    uint64_t rec_end;        /* where it ends, */
+    uint64_t rec_hdr;        /* and its header, stored when complete */
+    uint64_t credited;       /* head last sent back as credit */
+    void *owner;             /* the core's receive state for it (fm_rx) */
+    uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */
+};
+
+/* One packet for the link to send: header, opcode payload, and for DATA
+ * bytes of a mirror ring (in at most two pieces). */
+struct fm_pkt_out {
+    struct fm_wire_hdr hdr;
+    union {
+        struct fm_wire_hello hello;
+        struct fm_wire_flow flow;
+        struct fm_wire_data data;
+        struct {
+            struct fm_wire_ack ack;
+            struct fm_wire_credit credit[FM_NET_MAX_CREDITS];
+        } ack;
+    } sub;
+    uint16_t sub_len;        /* bytes of sub that belong to the packet */
+    uint16_t nbytes[2];      /* DATA: lengths of the two pieces */
+    const void *bytes[2];    /* DATA: the pieces, in a mirror ring */
+    struct sockaddr_in to;
+    int rank;
+};
+
+/* What the engine needs from the process it runs in. */
+struct fm_net_upcalls {
+    void *core;
+    /* A new flow arrived for dst_channel, with its ring to read from. */
+    void (*flow_new)(void *core, struct fm_rxflow *f, int src_rank);
+    /* Records were published in f's ring. */
+    void (*delivered)(void *core, struct fm_rxflow *f);
+    /* The peer left (FM_PEER_FINALIZED) or stopped answering (FM_PEER_FAILED). */
+    void (*peer_gone)(void *core, int rank, int state);
+    /* The address of a rank; 0 or a negative FM_E* code. */
+    int (*address_of)(void *core, int rank, struct sockaddr_in *out);
+};
+
+struct fm_net_params {
+    int rank, size;
+    uint8_t key[16];         /* the job key */
+    uint32_t epoch;          /* this process's incarnation, random, not 0 */
+    uint32_t ring_size;      /* bytes of each flow's ring */
+    uint32_t payload;        /* most stream bytes in one DATA packet (a multiple of 8) */
+    uint64_t timeout_ns;     /* a peer silent this long is lost */
+    uint64_t rto_min_ns, rto_max_ns;
+    uint64_t ack_delay_ns;   /* longest an acknowledgement waits for a packet to ride on */
+    struct fm_net_upcalls up;
+};
+
+/* Counters of the engine; names in fm_net_counter_names. */
+enum fm_net_counter {
+    FM_NC_TX_PACKETS, FM_NC_TX_BYTES, FM_NC_RX_PACKETS, FM_NC_RX_BYTES,
+    FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
+    FM_NC_PEERS_LOST, FM_NC_COUNT
+};
+extern const char *const fm_net_counter_names[FM_NC_COUNT];
+
+struct fm_net *fm_net_new(const struct fm_net_params *p);
+void fm_net_free(struct fm_net *net);
+
+/* The job tag every packet carries (derived from the key). */
+uint64_t fm_net_job_tag(const struct fm_net *net);
+
+/*
+ * The flow from local endpoint channel src_channel to (rank, dst_channel),
+ * created on first use with its mirror ring ready for records. The session
+ * is set up in the background: data written before then waits in the ring.
+ * FM_EPEERLOST if the peer is gone, FM_EUNREACH if it has no address.
+ */
+int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
+                struct fm_txflow **out);
+
+/* Handles one received datagram; returns the drop reason or FM_DROP_NONE. */
+enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
+                          const struct sockaddr_in *from, uint64_t now);
+
+/* The peer at `from` is unreachable (an ICMP error came back). */
+void fm_net_unreachable(struct fm_net *net, const struct sockaddr_in *from);
+
+/*
+ * Fills up to max packets to transmit now: handshakes, new data,
+ * retransmissions, acknowledgements and credits, heartbeats. With flush
+ * unset, a packet that is not full waits while the session has data in
+ * flight (so small messages gather into one datagram); the caller flushes
+ * when it is about to wait. Also runs timers and liveness. Returns the
+ * number of packets filled.
+ */
+int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now);
+
+/* The sending endpoint wrote records into f's mirror: they may go. */
+void fm_net_kick(struct fm_net *net, struct fm_txflow *f);
+
+/* Whether output has anything to send without a flush (cheap check). */
+int fm_net_want_output(const struct fm_net *net);
+
+/* When the engine next needs to run (a timer), or UINT64_MAX. */
+uint64_t fm_net_deadline(const struct fm_net *net);
+
+/* The receiving endpoint released bytes of f's ring: credit is due. */
+void fm_net_released(struct fm_net *net, struct fm_rxflow *f);
+
+/* The receiving endpoint of f closed: discard what comes for it. */
+void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f);
+
+/* Bytes sent but not yet acknowledged, over all sessions. */
+uint64_t fm_net_unacked(const struct fm_net *net);
+
+/* Says goodbye to every peer (BYE in sequence, after all data). */
+void fm_net_bye(struct fm_net *net);
+
+/* Seals a packet (length, checksum) and describes it as up to 4 pieces;
+ * returns how many. */
+int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4]);
+
+/* Counters: engine counters, then drops by reason. */
+void fm_net_counters(const struct fm_net *net, uint64_t nc[FM_NC_COUNT],
+                     uint64_t drops[FM_DROP_COUNT]);
+/* Counts a drop the link decided on (e.g. fault injection). */
+void fm_net_count_drop(struct fm_net *net, enum fm_drop why);
+
+#endif

@@ -1,0 +1,346 @@
+/*
+ * The session engine between two engines in one process, over an in-memory
+ * link that loses, duplicates, reorders and corrupts packets, on a fake
+ * clock: byte streams must arrive exactly once and in order, credits must
+ * keep the sender inside the receiver's ring, silence must end a session,
+ * and foreign or damaged packets must be dropped and counted.
+ */
+#include "net/engine.h"
+#include "net/fault.h"
+#include "core/ctx.h"
+#include "testing/fmtest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 16384
+
+struct link_pkt {
+    unsigned char data[FM_WIRE_MAX];
+    size_t len;
+    int to;
+};
+
+/* The network: a queue of datagrams in flight. */
+static struct link_pkt *queue;
+static int nqueue, qcap = 4096;
+static struct fm_fault faults;
+static int use_faults;
+static uint64_t now = 1000000;
+
+/* Per engine: what the upcalls saw. */
+struct side {
+    struct fm_net *net;
+    struct fm_rxflow *rx[8];
+    uint64_t rd[8]; /* read position in each */
+    int nrx;
+    int gone_state;
+    int gone_rank;
+};
+static struct side sides[2];
+
+static void up_flow_new(void *core, struct fm_rxflow *f, int src)
+{
+    struct side *sd = core;
+    (void)src;
+    sd->rx[sd->nrx++] = f;
+}
+static void up_delivered(void *core, struct fm_rxflow *f)
+{
+    (void)core;
+    (void)f;
+}
+static void up_gone(void *core, int rank, int state)
+{
+    struct side *sd = core;
+    sd->gone_rank = rank;
+    sd->gone_state = state;
+}
+static int up_addr(void *core, int rank, struct sockaddr_in *out)
+{
+    (void)core;
+    memset(out, 0, sizeof(*out));
+    out->sin_port = (uint16_t)(1000 + rank);
+    return 0;
+}
+
+static struct fm_net *make(int rank, uint8_t keybyte)
+{
+    struct fm_net_params p = {
+        .rank = rank, .size = 2, .epoch = 0x1000u + (uint32_t)rank + keybyte,
+        .ring_size = RING, .payload = 1400, .timeout_ns = 2000000000ull,
+        .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
+        .up = {.core = &sides[rank], .flow_new = up_flow_new, .delivered = up_delivered,
+               .peer_gone = up_gone, .address_of = up_addr},
+    };
+    memset(p.key, keybyte, sizeof(p.key));
+    return fm_net_new(&p);
+}
+
+static void enqueue(const void *data, size_t len, int to)
+{
+    if (nqueue == qcap)
+        return; /* the link is full: lost */
+    memcpy(queue[nqueue].data, data, len);
+    queue[nqueue].len = len;
+    queue[nqueue].to = to;
+    nqueue++;
+}
+
+/* Moves output of engine `from` onto the link, applying faults. */
+static int pump_out(int from, int flush)
+{
+    struct fm_pkt_out pk[64];
+    int n = fm_net_output(sides[from].net, pk, 64, flush, now);
+    for (int i = 0; i < n; i++) {
+        struct iovec iov[4];
+        int k = fm_pkt_seal(&pk[i], iov);
+        unsigned char buf[FM_WIRE_MAX];
+        size_t len = 0;
+        for (int j = 0; j < k; j++) {
+            memcpy(buf + len, iov[j].iov_base, iov[j].iov_len);
+            len += iov[j].iov_len;
+        }
+        enum fm_fault_action a = use_faults ? fm_fault_next(&faults, buf, len) : FM_FAULT_PASS;
+        if (a == FM_FAULT_DROP)
+            continue;
+        enqueue(buf, len, pk[i].rank);
+        if (a == FM_FAULT_DUP)
+            enqueue(buf, len, pk[i].rank);
+        if (a == FM_FAULT_REORDER && nqueue >= 2) {
+            struct link_pkt t = queue[nqueue - 1];
+            queue[nqueue - 1] = queue[nqueue - 2];
+            queue[nqueue - 2] = t;
+        }
+    }
+    return n;
+}
+
+static void deliver_all(void)
+{
+    struct sockaddr_in from = {0};
+    int n = nqueue;
+    nqueue = 0;
+    for (int i = 0; i < n; i++) {
+        from.sin_port = (uint16_t)(1000 + (1 - queue[i].to));
+        fm_net_input(sides[queue[i].to].net, queue[i].data, queue[i].len, &from, now);
+    }
+}
+
+/* Reads every complete record of B's flows: checks the stream, releases. */
+static uint64_t consume(struct side *sd, uint64_t *got, uint64_t seed)
+{
+    uint64_t msgs = 0;
+    for (int k = 0; k < sd->nrx; k++) {
+        struct fm_rxflow *f = sd->rx[k];
+        uint64_t *rd = sd->rd;
+        for (;;) {
+            uint64_t h = fm_ring_peek(&f->ring, rd[k]);
+            if (!h)
+                break;
+            if (!fm_ring_hdr_valid(&f->ring, h))
+                fmt_fail(__FILE__, __LINE__, "bad header %#llx at %llu (wpos %llu)", (unsigned long long)h, (unsigned long long)rd[k], (unsigned long long)f->wpos);
+            struct iovec seg[2];
+            int n = fm_ring_segments(&f->ring, rd[k], FM_REC_LEN(h), seg);
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < seg[i].iov_len; j++, (*got)++)
+                    if (((unsigned char *)seg[i].iov_base)[j] != fmt_pattern(seed, *got))
+                        fmt_fail(__FILE__, __LINE__, "stream byte %llu differs",
+                                 (unsigned long long)*got);
+            rd[k] += FM_REC_SIZE(FM_REC_LEN(h));
+            fm_ring_release(&f->ring, rd[k]);
+            fm_net_released(sd->net, f);
+            msgs++;
+        }
+    }
+    return msgs;
+}
+
+/* Streams `total` bytes from A to B in messages of random sizes. */
+static void stream(uint64_t total, uint64_t seed)
+{
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    uint64_t sent = 0, got = 0;
+    unsigned char buf[3000];
+    srand((unsigned)seed);
+    for (int rounds = 0; got < total; rounds++) {
+        CHECK(rounds < 2000000);
+        /* Write what fits. */
+        while (sent < total) {
+            uint64_t want = (uint64_t)(1 + rand() % 2999);
+            size_t len = (size_t)FM_MIN(want, total - sent);
+            if (fm_ring_room(&f->ring, len) < (int64_t)len)
+                break;
+            for (size_t i = 0; i < len; i++)
+                buf[i] = fmt_pattern(seed, sent + i);
+            struct iovec v = {buf, len};
+            fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, len);
+            fm_net_kick(sides[0].net, f);
+            sent += len;
+        }
+        pump_out(0, rounds % 3 == 0);
+        deliver_all();
+        consume(&sides[1], &got, seed);
+        pump_out(1, rounds % 3 == 0);
+        deliver_all();
+        now += 50000; /* 50 us per round */
+    }
+    CHECK_EQ(got, total);
+    CHECK_EQ(sides[1].nrx, 1);
+    CHECK_EQ(sides[1].rx[0]->src_channel, 5);
+    CHECK_EQ(sides[1].rx[0]->dst_channel, 9);
+}
+
+static void reset(void)
+{
+    for (int i = 0; i < 2; i++) {
+        fm_net_free(sides[i].net);
+        memset(&sides[i], 0, sizeof(sides[i]));
+        sides[i].net = make(i, 7);
+    }
+    nqueue = 0;
+}
+
+static void test_clean_stream(void)
+{
+    reset();
+    use_faults = 0;
+    stream(2 << 20, 1);
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST], 0);
+}
+
+static void test_faulty_stream(const char *spec)
+{
+    char err[128];
+    reset();
+    CHECK_RC(fm_fault_parse(&faults, spec, err, sizeof(err)), 0);
+    use_faults = 1;
+    stream(1 << 20, 2);
+    use_faults = 0;
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(sides[1].net, nc, dr);
+    if (strstr(spec, "corrupt"))
+        CHECK(dr[FM_DROP_CRC] > 0);
+    if (strstr(spec, "dup"))
+        CHECK(dr[FM_DROP_DUPLICATE] > 0);
+    fm_net_counters(sides[0].net, nc, dr);
+    if (strstr(spec, "drop"))
+        CHECK(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST] > 0);
+}
+
+static void test_silence(void)
+{
+    reset();
+    stream(10000, 3);
+    /* B stops answering: A declares it lost after the timeout, not before. */
+    uint64_t t0 = now;
+    while (sides[0].gone_state == 0) {
+        pump_out(0, 1);
+        nqueue = 0; /* everything A sends is lost */
+        now += 10000000;
+        CHECK(now - t0 < 3000000000ull);
+    }
+    CHECK_EQ(sides[0].gone_state, FM_PEER_FAILED);
+    CHECK(now - t0 >= 2000000000ull);
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), FM_EPEERLOST);
+}
+
+static void test_bye(void)
+{
+    reset();
+    stream(5000, 4);
+    fm_net_bye(sides[0].net);
+    for (int i = 0; i < 10 && !sides[1].gone_state; i++) {
+        pump_out(0, 1);
+        deliver_all();
+        pump_out(1, 1);
+        deliver_all();
+    }
+    CHECK_EQ(sides[1].gone_state, FM_PEER_FINALIZED);
+    CHECK_EQ(fm_net_unacked(sides[0].net), 0);
+}
+
+static void test_bad_packets(void)
+{
+    reset();
+    stream(3000, 5);
+    /* Capture one good DATA packet from A. */
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    char msg[100] = "hello";
+    struct iovec v = {msg, sizeof(msg)};
+    fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, sizeof(msg));
+    fm_net_kick(sides[0].net, f);
+    pump_out(0, 1);
+    CHECK(nqueue >= 1);
+    struct link_pkt good = queue[0];
+    deliver_all();
+    uint64_t got = 0;
+    (void)got;
+    struct fm_net *b = sides[1].net;
+    struct sockaddr_in from = {0};
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    /* Replayed: a duplicate. */
+    CHECK_EQ(fm_net_input(b, good.data, good.len, &from, now), FM_DROP_DUPLICATE);
+    /* Truncated. */
+    CHECK_EQ(fm_net_input(b, good.data, good.len - 5, &from, now), FM_DROP_SHORT);
+    CHECK_EQ(fm_net_input(b, good.data, 10, &from, now), FM_DROP_SHORT);
+    /* One bit flipped. */
+    unsigned char bad[FM_WIRE_MAX];
+    memcpy(bad, good.data, good.len);
+    bad[good.len - 1] ^= 4;
+    CHECK_EQ(fm_net_input(b, bad, good.len, &from, now), FM_DROP_CRC);
+    /* Another job: a process whose key differs sends a valid-looking hello. */
+    struct fm_net *stranger = make(0, 99);
+    struct fm_txflow *sf;
+    CHECK_RC(fm_net_flow(stranger, 1, 1, 1, &sf), 0);
+    struct fm_pkt_out pk[4];
+    int n = fm_net_output(stranger, pk, 4, 1, now);
+    CHECK(n >= 1);
+    struct iovec iov[4];
+    int k = fm_pkt_seal(&pk[0], iov);
+    size_t len = 0;
+    for (int j = 0; j < k; j++) {
+        memcpy(bad + len, iov[j].iov_base, iov[j].iov_len);
+        len += iov[j].iov_len;
+    }
+    CHECK_EQ(fm_net_input(b, bad, len, &from, now), FM_DROP_FOREIGN);
+    fm_net_free(stranger);
+    /* Garbage of every length. */
+    for (size_t l = 0; l < 200; l++) {
+        for (size_t i = 0; i < l; i++)
+            bad[i] = (unsigned char)(i * 31 + l);
+        CHECK(fm_net_input(b, bad, l, &from, now) != FM_DROP_NONE);
+    }
+    fm_net_counters(b, nc, dr);
+    CHECK(dr[FM_DROP_DUPLICATE] >= 1 && dr[FM_DROP_SHORT] >= 2 && dr[FM_DROP_CRC] >= 1 &&
+          dr[FM_DROP_FOREIGN] >= 1);
+    /* Still works afterwards. */
+    pump_out(1, 1);
+    deliver_all();
+    CHECK_EQ(sides[0].gone_state, 0);
+    CHECK_EQ(sides[1].gone_state, 0);
+}
+
+int main(void)
+{
+    queue = malloc(sizeof(*queue) * (size_t)qcap);
+    CHECK(queue != NULL);
+    test_clean_stream();
+    test_faulty_stream("drop=0.05,seed=1");
+    test_faulty_stream("dup=0.05,seed=2");
+    test_faulty_stream("reorder=0.1,seed=3");
+    test_faulty_stream("corrupt=0.02,seed=4");
+    test_faulty_stream("drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=5");
+    test_silence();
+    test_bye();
+    test_bad_packets();
+    for (int i = 0; i < 2; i++)
+        fm_net_free(sides[i].net);
+    free(queue);
+    return 0;
+}

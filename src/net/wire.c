@@ -1,0 +1,77 @@
+#include "wire.h"
+
+#include "crc32c.h"
+#include "siphash.h"
+
+#include <string.h>
+
+const char *const fm_drop_names[FM_DROP_COUNT] = {
+    [FM_DROP_NONE] = "none",
+    [FM_DROP_SHORT] = "short",
+    [FM_DROP_VERSION] = "version",
+    [FM_DROP_CRC] = "checksum",
+    [FM_DROP_FOREIGN] = "foreign",
+    [FM_DROP_MISDIRECTED] = "misdirected",
+    [FM_DROP_OPCODE] = "opcode",
+    [FM_DROP_AUTH] = "auth",
+    [FM_DROP_STALE] = "stale",
+    [FM_DROP_NOSESSION] = "nosession",
+    [FM_DROP_DUPLICATE] = "duplicate",
+    [FM_DROP_WINDOW] = "window",
+    [FM_DROP_FLOW] = "flow",
+    [FM_DROP_FAULT] = "fault",
+};
+
+enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t rank,
+                           uint32_t size)
+{
+    struct fm_wire_hdr h;
+    if (len < sizeof(h))
+        return FM_DROP_SHORT;
+    memcpy(&h, pkt, sizeof(h));
+    if (h.version != FM_WIRE_VERSION)
+        return FM_DROP_VERSION;
+    if (sizeof(h) + h.len != len)
+        return FM_DROP_SHORT;
+    /* The CRC is computed with its own field zero. */
+    static const uint32_t zero = 0;
+    uint32_t crc = fm_crc32c(0, pkt, offsetof(struct fm_wire_hdr, crc));
+    crc = fm_crc32c(crc, &zero, sizeof(zero));
+    crc = fm_crc32c(crc, (const char *)pkt + offsetof(struct fm_wire_hdr, job),
+                    len - offsetof(struct fm_wire_hdr, job));
+    if (crc != h.crc)
+        return FM_DROP_CRC;
+    if (h.job != job)
+        return FM_DROP_FOREIGN;
+    if (h.dst_rank != rank || h.src_rank >= size)
+        return FM_DROP_MISDIRECTED;
+    if (h.op == 0 || h.op >= FM_OP_FIRST_RESERVED || h.src_epoch == 0)
+        return FM_DROP_OPCODE;
+    return FM_DROP_NONE;
+}
+
+void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += payload[i].iov_len;
+    h->len = (uint16_t)len;
+    h->crc = 0;
+    uint32_t crc = fm_crc32c(0, h, sizeof(*h));
+    for (int i = 0; i < n; i++)
+        crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
+    h->crc = crc;
+}
+
+uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
+                           const struct fm_wire_hello *hello)
+{
+    unsigned char buf[sizeof(*h) + sizeof(*hello)];
+    memcpy(buf, h, sizeof(*h));
+    memcpy(buf + sizeof(*h), hello, sizeof(*hello));
+    struct fm_wire_hdr *hc = (struct fm_wire_hdr *)buf;
+    struct fm_wire_hello *lc = (struct fm_wire_hello *)(buf + sizeof(*h));
+    hc->crc = 0;
+    lc->mac = 0;
+    return fm_siphash(key, buf, sizeof(buf));
+}

@@ -1,0 +1,159 @@
+/*
+ * The fastmsg wire format: every datagram between two fastmsg processes.
+ * docs/wire.md describes it for a second implementation; this header is the
+ * definition. All fields are little-endian; structures have no padding.
+ *
+ *   datagram = fm_wire_hdr, then the payload of its opcode
+ *
+ * A packet is accepted only if it is at least a header long, its version is
+ * FM_WIRE_VERSION, its CRC32C matches, its job tag is this job's, and it is
+ * addressed to this rank. Everything else is dropped and counted by reason.
+ */
+#ifndef FM_NET_WIRE_H
+#define FM_NET_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
+#endif
+
+#define FM_WIRE_VERSION 1
+
+enum fm_wire_op {
+    FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
+    FM_OP_HELLO_ACK = 2, /* grants it (fm_wire_hello) */
+    FM_OP_DATA = 3,      /* bytes of a flow's record stream, in sequence (fm_wire_data) */
+    FM_OP_ACK = 4,       /* acknowledgement, selective acks, credits (fm_wire_ack) */
+    FM_OP_FLOW = 5,      /* opens a flow, in sequence (fm_wire_flow) */
+    FM_OP_PING = 6,      /* asks for an ACK now: heartbeat of an idle session; no payload */
+    FM_OP_BYE = 7,       /* the sender leaves the job (fm_finalize), in sequence; no payload */
+    FM_OP_FIRST_RESERVED = 8, /* 8..255: reserved, dropped and counted */
+};
+
+/* Header flags. */
+#define FM_HDR_ACK_VALID 0x0001u /* `ack` carries a cumulative acknowledgement */
+
+/* Every packet starts with this (48 bytes). */
+struct fm_wire_hdr {
+    uint8_t version;    /* FM_WIRE_VERSION */
+    uint8_t op;         /* enum fm_wire_op */
+    uint16_t flags;     /* FM_HDR_* */
+    uint32_t crc;       /* CRC32C of the whole datagram, computed with this field 0 */
+    uint64_t job;       /* job tag (from the job key): another job's packets are foreign */
+    uint32_t src_rank;  /* sender's rank */
+    uint32_t dst_rank;  /* receiver's rank; a packet for another rank is dropped */
+    uint32_t src_epoch; /* sender process's random incarnation number (never 0) */
+    uint32_t dst_epoch; /* receiver's, as the sender knows it; 0 only in HELLO */
+    uint32_t seq;       /* sequence number of DATA, FLOW and BYE; 0 otherwise */
+    uint32_t ack;       /* with FM_HDR_ACK_VALID: next sequence number expected from the receiver */
+    uint16_t len;       /* bytes of payload after this header */
+    uint8_t rail;       /* index of the sender's rail this packet left on */
+    uint8_t reserved0;  /* 0 */
+    uint32_t reserved1; /* 0 */
+};
+
+/* HELLO and HELLO_ACK (32 bytes). The MAC keys the request to the job: a
+ * process without the key cannot open a session. */
+struct fm_wire_hello {
+    uint64_t nonce;     /* HELLO: random; HELLO_ACK: the HELLO's nonce, echoed */
+    uint32_t first_seq; /* the sequence number the sender's first DATA/FLOW/BYE will carry */
+    uint32_t flags;     /* 0 */
+    uint64_t reserved;  /* 0 */
+    uint64_t mac;       /* SipHash-2-4(job key, header with crc 0 + this payload with mac 0) */
+};
+
+/* DATA (16 bytes, then the bytes). A flow's bytes form a stream of ring
+ * records (8-byte header, payload, padded to 8) that the receiver lays into
+ * a ring of the flow's size at the same positions. */
+struct fm_wire_data {
+    uint32_t flow;     /* sender's flow id, announced by FLOW earlier in the sequence */
+    uint32_t reserved; /* 0 */
+    uint64_t pos;      /* stream position of the first byte (a multiple of 8) */
+};
+
+/* FLOW (16 bytes): from now on, flow `flow` carries messages from the
+ * sender's endpoint on src_channel to the receiver's endpoint on dst_channel.
+ * The receiver holds ring_size bytes for it; the sender may have that many
+ * unreleased bytes outstanding before any credit. */
+struct fm_wire_flow {
+    uint32_t flow;        /* sender's flow id */
+    uint32_t src_channel; /* channel of the sending endpoint */
+    uint32_t dst_channel; /* channel of the receiving endpoint */
+    uint32_t ring_size;   /* bytes of the flow's ring, a power of two */
+};
+
+/* A credit: the receiver has released the first `head` bytes of a flow. */
+struct fm_wire_credit {
+    uint32_t flow;     /* sender's flow id */
+    uint32_t reserved; /* 0 */
+    uint64_t head;     /* bytes of the stream released by the receiving endpoint */
+};
+
+/* Packets after the cumulative acknowledgement that an ACK can describe:
+ * also the receive window (later packets are dropped). */
+#define FM_WIRE_SACK_BITS 256
+
+/* ACK (48 bytes, then `ncredit` credits). The cumulative acknowledgement is
+ * the header's `ack`; bit i of `sack` (word i / 64, bit i % 64) is set when
+ * sequence number ack + 1 + i arrived. */
+struct fm_wire_ack {
+    uint64_t sack[FM_WIRE_SACK_BITS / 64]; /* selective acknowledgement */
+    uint32_t rails_busy; /* bit r: the receiver's rail r is busy (rail dispatch) */
+    uint16_t ncredit;    /* credits that follow */
+    uint16_t reserved0;  /* 0 */
+    uint64_t reserved1;  /* 0 */
+    /* struct fm_wire_credit credit[ncredit]; */
+};
+
+_Static_assert(sizeof(struct fm_wire_hdr) == 48, "header is 48 bytes");
+_Static_assert(sizeof(struct fm_wire_hello) == 32, "hello is 32 bytes");
+_Static_assert(sizeof(struct fm_wire_data) == 16, "data header is 16 bytes");
+_Static_assert(sizeof(struct fm_wire_flow) == 16, "flow is 16 bytes");
+_Static_assert(sizeof(struct fm_wire_credit) == 16, "credit is 16 bytes");
+_Static_assert(sizeof(struct fm_wire_ack) == 48, "ack is 48 bytes");
+
+/* Largest datagram: a UDP payload over IPv4. */
+#define FM_WIRE_MAX 65507u
+
+/* Why a received datagram was dropped (counted per reason). */
+enum fm_drop {
+    FM_DROP_NONE = 0,
+    FM_DROP_SHORT,       /* shorter than its header or than `len` says */
+    FM_DROP_VERSION,     /* another wire version */
+    FM_DROP_CRC,         /* checksum mismatch: corrupted */
+    FM_DROP_FOREIGN,     /* another job's tag, or a stray sender */
+    FM_DROP_MISDIRECTED, /* for another rank, or from a rank not in the job */
+    FM_DROP_OPCODE,      /* reserved opcode or bad payload size for its opcode */
+    FM_DROP_AUTH,        /* HELLO whose MAC does not match the job key */
+    FM_DROP_STALE,       /* from or for another incarnation of a process */
+    FM_DROP_NOSESSION,   /* sequenced packet before the session was set up */
+    FM_DROP_DUPLICATE,   /* already received */
+    FM_DROP_WINDOW,      /* sequence number outside the receive window */
+    FM_DROP_FLOW,        /* unknown flow, or bytes outside its ring or credit */
+    FM_DROP_FAULT,       /* dropped by the fault injector (FM_FAULT) */
+    FM_DROP_COUNT
+};
+
+/* Names of the drop reasons, for counters and logs. */
+extern const char *const fm_drop_names[FM_DROP_COUNT];
+
+/* Checks what every packet must satisfy before its opcode is looked at:
+ * size, version, checksum, job tag, destination. Returns FM_DROP_NONE or
+ * the reason to drop it. */
+enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t rank,
+                           uint32_t size);
+
+/* Fills in the length and checksum of a packet given as pieces. */
+void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n);
+
+/* The MAC of a HELLO or HELLO_ACK (over header and payload with crc and mac 0). */
+uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
+                           const struct fm_wire_hello *hello);
+
+/* Sequence-number order with wrap-around. */
+static inline int fm_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+#endif
