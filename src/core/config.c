@@ -63,10 +63,19 @@ static int parse_int(const struct fm_cfg_var *var, const char *s, int64_t *out, 
     return 0;
 }
 
-int fm_config_parse(const struct fm_cfg_var *var, const char *s, int64_t *out, char *err,
+int fm_config_parse(const struct fm_cfg_var *var, const char *s, void *outp, char *err,
                     size_t errlen)
 {
+    int64_t *out = outp;
     switch (var->kind) {
+    case FM_CFG_STR:
+        if (strlen(s) >= sizeof(fm_cfg_str)) {
+            snprintf(err, errlen, "%s: longer than %zu characters", var->name,
+                     sizeof(fm_cfg_str) - 1);
+            return FM_EINVAL;
+        }
+        memcpy(outp, s, strlen(s) + 1);
+        return 0;
     case FM_CFG_INT:
     case FM_CFG_SIZE:
         return parse_int(var, s, out, err, errlen);
@@ -108,6 +117,10 @@ int fm_config_parse(const struct fm_cfg_var *var, const char *s, int64_t *out, c
 void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg, char *buf,
                       size_t len)
 {
+    if (var->kind == FM_CFG_STR) {
+        snprintf(buf, len, "%s", (const char *)cfg + var->offset);
+        return;
+    }
     int64_t v = *(const int64_t *)((const char *)cfg + var->offset);
     if (var->kind == FM_CFG_INT || var->kind == FM_CFG_SIZE) {
         snprintf(buf, len, "%lld", (long long)v);
@@ -136,18 +149,20 @@ int fm_config_load(struct fm_config *cfg, char *err, size_t errlen)
     for (size_t i = 0; i < fm_cfg_count; i++) {
         const struct fm_cfg_var *var = &fm_cfg_table[i];
         const char *s = getenv(var->name);
-        if (!s || !*s)
+        if (!s || (!*s && var->kind != FM_CFG_STR))
             s = var->def;
-        int64_t *field = (int64_t *)((char *)cfg + var->offset);
-        int rc = fm_config_parse(var, s, field, err, errlen);
+        int rc = fm_config_parse(var, s, (char *)cfg + var->offset, err, errlen);
         if (rc)
             return rc;
-        if (var->offset == offsetof(struct fm_config, transports))
-            snprintf(cfg->transports_str, sizeof(cfg->transports_str), "%s", s);
     }
     if (cfg->shm_ring_size & (cfg->shm_ring_size - 1)) {
         snprintf(err, errlen, "FM_SHM_RING_SIZE=%lld: must be a power of two",
                  (long long)cfg->shm_ring_size);
+        return FM_EINVAL;
+    }
+    if (cfg->net_ring_size & (cfg->net_ring_size - 1)) {
+        snprintf(err, errlen, "FM_NET_RING_SIZE=%lld: must be a power of two",
+                 (long long)cfg->net_ring_size);
         return FM_EINVAL;
     }
     if (cfg->shm_max_msg > cfg->shm_ring_size / 2) {

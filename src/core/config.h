@@ -14,7 +14,16 @@ enum fm_cfg_kind {
     FM_CFG_SIZE, /* bytes, with an optional K, M or G suffix (powers of 1024) */
     FM_CFG_WORD, /* one of the words listed in `choices` */
     FM_CFG_LIST, /* comma-separated words, each one of `choices` */
+    FM_CFG_STR,  /* free text, checked where it is used */
 };
+
+/* Field types by kind: numbers and choices as int64_t, text as a string. */
+typedef char fm_cfg_str[256];
+#define FM_CFG_TYPE_FM_CFG_INT int64_t
+#define FM_CFG_TYPE_FM_CFG_SIZE int64_t
+#define FM_CFG_TYPE_FM_CFG_WORD int64_t
+#define FM_CFG_TYPE_FM_CFG_LIST int64_t
+#define FM_CFG_TYPE_FM_CFG_STR fm_cfg_str
 
 /* X(field, kind, env name, default, min, max, choices, meaning) */
 #define FM_CONFIG_VARS(X)                                                                \
@@ -24,8 +33,33 @@ enum fm_cfg_kind {
     X(bootstrap, FM_CFG_WORD, "FM_BOOTSTRAP", "auto", 0, 0, "auto,pmi1,singleton",       \
       "how the process joins its job: auto takes PMI-1 when PMI_FD is set, else a "      \
       "singleton of size 1")                                                             \
-    X(transports, FM_CFG_LIST, "FM_TRANSPORTS", "shm", 0, 0, "shm",                      \
-      "links that may be used, in order of preference for ranks of the same node")       \
+    X(transports, FM_CFG_LIST, "FM_TRANSPORTS", "shm,udp", 0, 0, "shm,udp",              \
+      "links that may be used: shm between ranks of one node, udp between nodes; "       \
+      "FM_TRANSPORTS=udp sends everything over the network path, also on one node")      \
+    X(rails, FM_CFG_STR, "FM_RAILS", "auto", 0, 0, NULL,                                 \
+      "where the udp link binds: auto (the first interface that is up and not "          \
+      "loopback), an interface name, an IPv4 address, or a subnet like 10.1.0.0/24")     \
+    X(net_ring_size, FM_CFG_SIZE, "FM_NET_RING_SIZE", "256K", 4096, 1 << 30, NULL,      \
+      "bytes of each network flow's ring (a power of two): the data one sending "        \
+      "endpoint may have outstanding towards one receiving endpoint")                    \
+    X(net_timeout_ms, FM_CFG_INT, "FM_NET_TIMEOUT_MS", "3000", 50, 3600000, NULL,        \
+      "a network peer silent this long is lost (FM_EPEERLOST); idle sessions exchange "  \
+      "heartbeats four times per timeout. A dead process is found sooner, by the "       \
+      "ICMP error its host returns")                                                     \
+    X(net_rto_min_us, FM_CFG_INT, "FM_NET_RTO_MIN_US", "1000", 50, 10000000, NULL,       \
+      "shortest retransmission timeout; the timeout follows the measured round trip")    \
+    X(net_ack_delay_us, FM_CFG_INT, "FM_NET_ACK_DELAY_US", "100", 0, 100000, NULL,       \
+      "longest an acknowledgement waits for a data packet to ride on")                   \
+    X(net_gather_us, FM_CFG_INT, "FM_NET_GATHER_US", "10", 0, 1000000, NULL,            \
+      "a message sent within this many microseconds of the previous one on its flow "   \
+      "may wait, while earlier packets are unacknowledged, to share a datagram with "     \
+      "the next ones, until the packet fills or the next fastmsg call (0: never)")       \
+    X(progress_thread, FM_CFG_INT, "FM_PROGRESS_THREAD", "0", 0, 1, NULL,                \
+      "1: a thread advances the network path, for programs that compute for long "      \
+      "between fastmsg calls; 0: progress happens inside fastmsg calls")                 \
+    X(fault, FM_CFG_STR, "FM_FAULT", "", 0, 0, NULL,                                     \
+      "inject faults on the network path: drop=P,dup=P,reorder=P,corrupt=P,seed=N "     \
+      "(probabilities per packet, on send and on receive); empty: none")                 \
     X(ep_max, FM_CFG_INT, "FM_EP_MAX", "8", 1, 64, NULL,                                 \
       "endpoints (channels) one process may have open at once")                          \
     X(shm_ring_size, FM_CFG_SIZE, "FM_SHM_RING_SIZE", "256K", 4096, 1 << 30, NULL,       \
@@ -41,10 +75,10 @@ enum fm_cfg_kind {
       "how often a caller retrying on FM_EAGAIN checks that its peers are alive")
 
 struct fm_config {
-#define FM_CFG_FIELD(field, kind, name, def, min, max, choices, desc) int64_t field;
+#define FM_CFG_FIELD(field, kind, name, def, min, max, choices, desc)                     \
+    FM_CFG_TYPE_##kind field;
     FM_CONFIG_VARS(FM_CFG_FIELD)
 #undef FM_CFG_FIELD
-    char transports_str[128]; /* the FM_TRANSPORTS string as given */
 };
 
 struct fm_cfg_var {
@@ -63,13 +97,15 @@ extern const size_t fm_cfg_count;
 /*
  * Fills cfg from the environment (defaults where unset). WORD variables are
  * stored as the index of the word in `choices`, LIST variables as a bit mask
- * of word indices. On a bad value returns FM_EINVAL and writes why in err.
+ * of word indices, STR variables as given. On a bad value returns FM_EINVAL
+ * and writes why in err.
  */
 int fm_config_load(struct fm_config *cfg, char *err, size_t errlen);
 
-/* Parses one value of a variable into *out; 0 or FM_EINVAL with err written. */
-int fm_config_parse(const struct fm_cfg_var *var, const char *s, int64_t *out,
-                    char *err, size_t errlen);
+/* Parses one value of a variable into *out (an int64_t, or a fm_cfg_str for
+ * STR); 0 or FM_EINVAL with err written. */
+int fm_config_parse(const struct fm_cfg_var *var, const char *s, void *out, char *err,
+                    size_t errlen);
 
 /* Writes the value of cfg for var as text (the inverse of fm_config_parse). */
 void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
@@ -77,6 +113,6 @@ void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
 
 /* Indices of FM_BOOTSTRAP words and bits of FM_TRANSPORTS. */
 enum { FM_BOOT_AUTO, FM_BOOT_PMI1, FM_BOOT_SINGLETON };
-enum { FM_TRANSPORT_SHM = 1 << 0 };
+enum { FM_TRANSPORT_SHM = 1 << 0, FM_TRANSPORT_UDP = 1 << 1 };
 
 #endif

@@ -27,8 +27,9 @@ int main(void)
 
     /* Every variable documents itself and its default parses. */
     for (size_t i = 0; i < fm_cfg_count; i++) {
+        fm_cfg_str any;
         CHECK(strlen(fm_cfg_table[i].desc) > 20);
-        CHECK_RC(fm_config_parse(&fm_cfg_table[i], fm_cfg_table[i].def, &v, err, sizeof(err)),
+        CHECK_RC(fm_config_parse(&fm_cfg_table[i], fm_cfg_table[i].def, any, err, sizeof(err)),
                  0);
     }
 
@@ -46,6 +47,11 @@ int main(void)
     CHECK(strstr(err, "none,error,warn,info,debug") != NULL);
     CHECK_RC(fm_config_parse(var("FM_TRANSPORTS"), "shm", &v, err, sizeof(err)), 0);
     CHECK_EQ(v, FM_TRANSPORT_SHM);
+    CHECK_RC(fm_config_parse(var("FM_TRANSPORTS"), "udp,shm", &v, err, sizeof(err)), 0);
+    CHECK_EQ(v, FM_TRANSPORT_SHM | FM_TRANSPORT_UDP);
+    fm_cfg_str str;
+    CHECK_RC(fm_config_parse(var("FM_RAILS"), "10.1.0.0/24", str, err, sizeof(err)), 0);
+    CHECK(strcmp(str, "10.1.0.0/24") == 0);
     CHECK_RC(fm_config_parse(var("FM_TRANSPORTS"), "shm,carrier-pigeon", &v, err, sizeof(err)),
              FM_EINVAL);
 

@@ -3,6 +3,7 @@
 #include "ctx.h"
 
 #include "log.h"
+#include "net/netlink.h"
 #include "shm/shm.h"
 
 #include <errno.h>
@@ -107,6 +108,8 @@ static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
 
 static void ctx_free(fm_ctx *ctx)
 {
+    if (ctx->net)
+        fm_netlink_finalize(ctx);
     fm_shm_teardown(ctx);
     if (ctx->epfd >= 0)
         close(ctx->epfd);
@@ -152,6 +155,8 @@ int fm_init(fm_ctx **out)
     rc = find_local_procs(ctx, err, sizeof(err));
     if (!rc)
         rc = fm_shm_setup(ctx, err, sizeof(err));
+    if (!rc && (ctx->cfg.transports & FM_TRANSPORT_UDP))
+        rc = fm_netlink_setup(ctx, err, sizeof(err));
     if (!rc) {
         rc = ctx->boot.ops->fence(&ctx->boot);
         if (rc)
@@ -159,6 +164,8 @@ int fm_init(fm_ctx **out)
     }
     if (!rc)
         rc = fm_shm_connect(ctx, err, sizeof(err));
+    if (!rc && ctx->net)
+        rc = fm_netlink_start(ctx, err, sizeof(err));
     /* No rank may leave fm_init (and perhaps the job) before every local
      * peer has mapped its segment. */
     if (!rc) {
@@ -237,6 +244,8 @@ void fm_ctx_check_peers(fm_ctx *ctx, int force)
     struct epoll_event ev[16];
     int n = epoll_wait(ctx->epfd, ev, 16, 0);
     for (int i = 0; i < n; i++) {
+        if (ev[i].data.u32 == FM_EPOLL_NET)
+            continue; /* datagrams: for fm_netlink_progress */
         struct fm_proc *p = &ctx->procs[ev[i].data.u32];
         epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
         close(p->pidfd);
@@ -253,5 +262,6 @@ int fm_progress(fm_ctx *ctx)
         return FM_EINVAL;
     uint32_t before = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
     fm_ctx_check_peers(ctx, 1);
-    return (int)(__atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE) - before);
+    int events = ctx->net ? fm_netlink_progress(ctx, 1) : 0;
+    return events + (int)(__atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE) - before);
 }

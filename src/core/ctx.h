@@ -9,6 +9,7 @@
 #include "boot/boot.h"
 #include "config.h"
 #include "fastmsg.h"
+#include "link.h"
 #include "shm/segment.h"
 
 #include <pthread.h>
@@ -60,6 +61,7 @@ struct fm_ctx {
     uint32_t nlost;       /* entries of lost[] (atomic) */
     uint64_t next_check_ns; /* when a retry path next checks liveness (atomic) */
     int oversubscribed;     /* more ranks on this node than CPUs we may use */
+    struct fm_netlink *net; /* the network path, or NULL */
     /* Fences between publishing and checking a peer's sleep flag: with
      * membarrier, the fast paths need only a compiler barrier and the rare
      * sleeper pays for both sides (see fm_fence_fast). */
@@ -67,9 +69,13 @@ struct fm_ctx {
     int light_fence;        /* this process is registered for it */
 };
 
-/* Receive side of one ring. */
+struct fm_rxflow;
+struct fm_txflow;
+
+/* Receive side of one ring: in a segment (shm) or in our memory (net). */
 struct fm_rx {
     struct fm_ring ring;
+    struct fm_rxflow *net; /* the network flow that fills it, or NULL */
     uint64_t rd;     /* next record to read */
     uint64_t published; /* release position last written to the ring's head */
     uint32_t nheld;  /* messages read from it but not yet released */
@@ -82,11 +88,15 @@ struct fm_held {
     uint64_t end; /* ring position after the message */
 };
 
-/* Where messages to one address go: a ring in the receiver's segment. */
+/* Where messages to one address go: a ring in the receiver's segment, or
+ * the mirror of a network flow's ring. */
 struct fm_route {
     fm_addr dst;
-    uint32_t gen;          /* generation of the receiving endpoint when resolved */
-    struct fm_seg_ep *dir; /* its directory entry (gen, sleeping) */
+    const struct fm_link *link;
+    const uint32_t *gen_word; /* changes when the route must be resolved again */
+    uint32_t gen;             /* its value when resolved */
+    struct fm_seg_ep *dir;    /* shm: the receiver's directory entry (sleeping) */
+    struct fm_txflow *flow;   /* net: the flow */
     struct fm_ring ring;
     int proc;              /* receiver's local process index */
     int slot;              /* receiver's endpoint slot */
@@ -106,10 +116,14 @@ struct fm_ep {
     struct fm_seg_ep *dir; /* own directory entry */
 
     /* receive */
-    struct fm_rx *rx;      /* [nprocs * ep_max], indexed like the rings */
-    int *active;           /* indices of claimed rings, polled round-robin */
-    int nactive;
+    struct fm_rx *rx;      /* [nprocs * ep_max]: shm rings, indexed like the segment's */
+    struct fm_rx **active; /* rings with a sender, polled round-robin */
+    int nactive, active_cap;
     int next;              /* where the next poll starts */
+    struct fm_rx **net_rx; /* network rings of this endpoint (owned; grown under the
+                              net lock, count published last) */
+    int nnet_rx, net_rx_cap;
+    int net_adopted;       /* of those, already in active */
     uint32_t nclaimed_seen;
     struct fm_held *held;  /* FIFO of messages read but not released */
     size_t held_cap, held_head, nheld;

@@ -3,6 +3,7 @@
 #include "ctx.h"
 
 #include "log.h"
+#include "net/netlink.h"
 #include "shm/shm.h"
 
 #include <limits.h>
@@ -21,6 +22,9 @@ static void ep_free(fm_ep *ep)
 {
     if (ep->epfd >= 0)
         close(ep->epfd);
+    for (int i = 0; i < ep->nnet_rx; i++)
+        free(ep->net_rx[i]);
+    free(ep->net_rx);
     for (size_t i = 0; i < ep->routes_cap; i++)
         free(ep->routes[i]);
     free(ep->routes);
@@ -65,6 +69,7 @@ int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
     ep->lost_seen = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
     ep->rx = calloc(rings, sizeof(*ep->rx));
     ep->active = calloc(rings, sizeof(*ep->active));
+    ep->active_cap = (int)rings;
     ep->held = calloc(ep->held_cap, sizeof(*ep->held));
     ep->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (!ep->rx || !ep->active || !ep->held || ep->epfd < 0) {
@@ -84,7 +89,10 @@ int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
     }
     ctx->eps[slot] = ep;
     *out = ep;
-    goto out_unlock;
+    pthread_mutex_unlock(&ctx->lock);
+    if (ctx->net)
+        fm_netlink_ep_opened(ep);
+    return 0;
 
 err_free:
     ep_free(ep);
@@ -98,6 +106,8 @@ int fm_ep_close(fm_ep *ep)
     if (!ep)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
+    if (ctx->net)
+        fm_netlink_ep_closed(ep);
     pthread_mutex_lock(&ctx->lock);
     ctx->eps[ep->slot] = NULL;
     fm_shm_ep_close(ep);
@@ -145,7 +155,7 @@ static int routes_grow(fm_ep *ep)
 
 static int route_valid(const struct fm_route *rt)
 {
-    return rt->dir && __atomic_load_n(&rt->dir->gen, __ATOMIC_ACQUIRE) == rt->gen;
+    return rt->gen_word && __atomic_load_n(rt->gen_word, __ATOMIC_ACQUIRE) == rt->gen;
 }
 
 /* The route to dst, resolved (again) if the receiving endpoint changed. */
@@ -157,7 +167,8 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
         return FM_EINVAL;
     if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
         return FM_EPEERLOST;
-    if (ctx->peers[rank].proc < 0)
+    int use_shm = ctx->peers[rank].proc >= 0 && (ctx->cfg.transports & FM_TRANSPORT_SHM);
+    if (!use_shm && !ctx->net)
         return FM_EUNREACH;
     if (ep->nroutes * 2 >= ep->routes_cap && routes_grow(ep))
         return FM_ENOMEM;
@@ -172,9 +183,10 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
         ep->nroutes++;
     }
     if (!route_valid(rt)) {
-        int rc = fm_shm_resolve(ep, rank, fm_addr_channel(dst), rt);
+        int rc = use_shm ? fm_shm_resolve(ep, rank, fm_addr_channel(dst), rt)
+                         : fm_netlink_resolve(ep, rank, fm_addr_channel(dst), rt);
         if (rc) {
-            rt->dir = NULL;
+            rt->gen_word = NULL;
             if (rc == FM_EAGAIN)
                 ep->want_open = 1;
             return rc;
@@ -185,11 +197,11 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
     return 0;
 }
 
-/* The smallest part of a `len`-byte send that the shm link takes: a send
- * that found too little room waits until this much fits. */
-static size_t smallest_part(const fm_ep *ep, size_t len)
+/* The smallest part of a `len`-byte send that a link takes: a send that
+ * found too little room waits until this much fits. */
+static size_t smallest_part(const fm_ep *ep, const struct fm_route *rt, size_t len)
 {
-    return FM_MIN(len, (size_t)ep->ctx->cfg.shm_max_msg / 4);
+    return FM_MIN(len, rt->link->max_msg(ep) / 4);
 }
 
 /* Remembers that a send to rt found its ring full, for fm_wait. */
@@ -264,10 +276,12 @@ ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
     if (fm_unlikely(ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP))
         return FM_EPEERLOST;
-    ssize_t n = fm_shm_send(ep, rt, iov, iovcnt, total);
+    /* The shared-memory send is inlined; other links go through their ops. */
+    ssize_t n = fm_likely(rt->link == &fm_shm_link) ? fm_shm_send(ep, rt, iov, iovcnt, total)
+                                                    : rt->link->send(ep, rt, iov, iovcnt, total);
     if (fm_unlikely(n < 0))
         return send_again(ep, dst, rt, (int)n,
-                          FM_REC_SIZE(smallest_part(ep, total)) + FM_REC_HDR);
+                          FM_REC_SIZE(smallest_part(ep, rt, total)) + FM_REC_HDR);
     count_send(ep);
     return n;
 }
@@ -284,10 +298,10 @@ ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
     if (ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP)
         return FM_EPEERLOST;
     void *p;
-    ssize_t n = fm_shm_grant(ep, rt, len, &p);
+    ssize_t n = rt->link->grant(ep, rt, len, &p);
     if (n < 0)
         return send_again(ep, dst, rt, (int)n,
-                          fm_ring_grant_need(&rt->ring, smallest_part(ep, len)));
+                          fm_ring_grant_need(&rt->ring, smallest_part(ep, rt, len)));
     ep->grant = rt;
     ep->granted = (size_t)n;
     *buf = p;
@@ -300,8 +314,7 @@ int fm_send_commit(fm_ep *ep, size_t len)
         return FM_EINVAL;
     struct fm_route *rt = ep->grant;
     ep->grant = NULL;
-    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
-    fm_shm_notify(ep->ctx, rt);
+    rt->link->commit(ep, rt, len);
     count_send(ep);
     return 0;
 }
@@ -336,6 +349,10 @@ static void rx_release(fm_ctx *ctx, struct fm_rx *rx, uint64_t pos)
         return;
     rx->published = pos;
     fm_ring_release(&rx->ring, pos);
+    if (rx->net) {
+        fm_netlink_released(ctx, rx); /* the space goes back as credit */
+        return;
+    }
     /* Pairs with the fence a sender makes between asking for space and
      * rechecking head before it sleeps. */
     fm_fence_fast(ctx);
@@ -398,6 +415,24 @@ static ssize_t rx_take(fm_ep *ep, struct fm_rx *rx, struct iovec *seg, int *nseg
     }
 }
 
+/* The next message of any ring, round-robin from where the last one came. */
+static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
+{
+    if (fm_unlikely(__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen))
+        fm_shm_refresh_rx(ep);
+    if (fm_unlikely(ep->net_adopted != __atomic_load_n(&ep->nnet_rx, __ATOMIC_ACQUIRE)))
+        fm_netlink_adopt(ep);
+    int n = ep->nactive;
+    for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
+        ssize_t len = rx_take(ep, ep->active[idx], seg, nseg, src);
+        if (len >= 0) {
+            ep->next = idx + 1 == n ? 0 : idx + 1;
+            return len;
+        }
+    }
+    return -1;
+}
+
 ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *src)
 {
     if (fm_unlikely(!ep || !seg || !nseg))
@@ -406,16 +441,12 @@ ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *sr
     /* Read before the rings: a peer's last messages are delivered before
      * its loss is reported. */
     uint32_t nlost = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
-    if (fm_unlikely(__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen))
-        fm_shm_refresh_rx(ep);
-    int n = ep->nactive;
-    for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
-        ssize_t len = rx_take(ep, &ep->rx[ep->active[idx]], seg, nseg, src);
-        if (len >= 0) {
-            ep->next = idx + 1 == n ? 0 : idx + 1;
-            return len;
-        }
-    }
+    ssize_t len = poll_rings(ep, seg, nseg, src);
+    if (len >= 0)
+        return len;
+    /* Nothing in memory: see what the network brought, then look again. */
+    if (ctx->net && fm_netlink_progress(ctx, 1) > 0 && (len = poll_rings(ep, seg, nseg, src)) >= 0)
+        return len;
     if (ep->lost_seen < nlost) {
         int rank = ctx->lost[ep->lost_seen++];
         if (src)
@@ -445,10 +476,11 @@ int fm_recv_done(fm_ep *ep)
 int fm_ep_ready(fm_ep *ep)
 {
     if (__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen ||
+        ep->net_adopted != __atomic_load_n(&ep->nnet_rx, __ATOMIC_ACQUIRE) ||
         ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE))
         return 1;
     for (int i = 0; i < ep->nactive; i++) {
-        struct fm_rx *rx = &ep->rx[ep->active[i]];
+        struct fm_rx *rx = ep->active[i];
         if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))
             return 1;
     }

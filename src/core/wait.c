@@ -15,6 +15,7 @@
  */
 #include "ctx.h"
 
+#include "net/netlink.h"
 #include "shm/shm.h"
 
 #include <errno.h>
@@ -56,6 +57,9 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     uint64_t spin_ns = ctx->oversubscribed ? 0 : (uint64_t)ctx->cfg.wait_spin_us * 1000u;
     uint64_t spin_end = FM_MIN(deadline, now + spin_ns);
     while (now < spin_end) {
+        /* With a network path, polling means reading the socket too. */
+        if (ctx->net)
+            fm_netlink_progress(ctx, 1);
         for (int i = 0; i < 32; i++) {
             fm_cpu_relax();
             if (fm_ep_ready(ep))
@@ -66,15 +70,23 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     if (ctx->oversubscribed && ctx->cfg.wait_spin_us > 0) {
         for (int i = 0; i < OVERSUBSCRIBED_YIELDS && now < deadline; i++) {
             sched_yield();
+            if (ctx->net)
+                fm_netlink_progress(ctx, 1);
             if (fm_ep_ready(ep))
                 return 0;
             now = fm_now_ns();
         }
     }
     for (;;) {
+        if (ctx->net)
+            fm_netlink_progress(ctx, 1);
+        /* Sleep until the caller's deadline or the network's next timer. */
+        uint64_t wake = deadline;
+        if (ctx->net)
+            wake = FM_MIN(wake, fm_netlink_deadline(ctx));
         int ms = -1;
-        if (deadline != UINT64_MAX)
-            ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
+        if (wake != UINT64_MAX)
+            ms = now >= wake ? 0 : (int)((wake - now + 999999u) / 1000000u);
         /* An endpoint that is not open yet rings no doorbell: poll for it. */
         if (ep->want_open)
             ms = ms < 0 ? 1 : FM_MIN(ms, 1);
@@ -90,8 +102,10 @@ int fm_wait(fm_ep *ep, int timeout_ms)
             if (ev[i].data.u32 == 0)
                 drain_bell(ep);
             else
-                fm_ctx_check_peers(ctx, 1);
+                fm_ctx_check_peers(ctx, 1); /* a peer exited, or datagrams came */
         }
+        if (ctx->net)
+            fm_netlink_progress(ctx, 1);
         if (n < 0 && errno != EINTR)
             return FM_ESYS;
         if (ep->want_open) {

@@ -411,6 +411,7 @@ static struct fm_rxflow *rxflow_new(struct fm_net *net, struct fm_session *s,
     }
     f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = w->ring_size};
     f->s = s;
+    f->src_rank = s->rank;
     f->id = w->flow;
     f->src_channel = w->src_channel;
     f->dst_channel = w->dst_channel;
@@ -853,8 +854,10 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         scan_complete(f, f->ring.size);
         while (n < max && window_open(s) && f->complete > f->sent) {
             uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
-            /* Gather small messages while earlier ones are in flight. */
-            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt) {
+            /* Gather small messages written in a burst while earlier ones are
+             * in flight; the burst's end goes at the next flush. */
+            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt &&
+                __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
                          &s->gathering);
                 break;

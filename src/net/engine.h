@@ -49,14 +49,27 @@ struct fm_txflow {
     uint32_t gen;            /* changes when the flow dies: routes must look again */
     uint64_t sent;           /* stream bytes transmitted at least once */
     uint64_t complete;       /* end of the last published record seen */
+    uint64_t t_write;        /* when the sending endpoint last wrote (atomic) */
+    uint8_t burst;           /* that write came soon after the one before (atomic) */
     uint8_t announced;       /* its FLOW packet has a sequence number */
 };
+
+/* The sending endpoint wrote a message into f's mirror at time now: small
+ * messages written in a burst may gather into one packet; one that comes
+ * after a pause goes at once. */
+static inline void fm_txflow_wrote(struct fm_txflow *f, uint64_t now, uint64_t gather_ns)
+{
+    uint64_t last = __atomic_load_n(&f->t_write, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->burst, (uint8_t)(now - last < gather_ns), __ATOMIC_RELAXED);
+    __atomic_store_n(&f->t_write, now, __ATOMIC_RELAXED);
+}
 
 /* Receiving side of a flow: the ring the receiving endpoint reads. */
 struct fm_rxflow {
     struct fm_ring ring;
     struct fm_ring_ctl ctl;  /* head = bytes the endpoint released */
     struct fm_session *s;
+    int src_rank;            /* the sending process */
     uint32_t id;             /* the sender's flow id */
     uint32_t src_channel;
     uint32_t dst_channel;
@@ -148,9 +161,9 @@ void fm_net_unreachable(struct fm_net *net, const struct sockaddr_in *from);
  * Fills up to max packets to transmit now: handshakes, new data,
  * retransmissions, acknowledgements and credits, heartbeats. With flush
  * unset, a packet that is not full waits while the session has data in
- * flight (so small messages gather into one datagram); the caller flushes
- * when it is about to wait. Also runs timers and liveness. Returns the
- * number of packets filled.
+ * flight and its flow is being written in a burst (so small messages
+ * gather into one datagram); the caller flushes when it is about to wait.
+ * Also runs timers and liveness. Returns the number of packets filled.
  */
 int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now);
 

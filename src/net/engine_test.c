@@ -176,6 +176,7 @@ static void stream(uint64_t total, uint64_t seed)
                 buf[i] = fmt_pattern(seed, sent + i);
             struct iovec v = {buf, len};
             fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, len);
+            fm_txflow_wrote(f, now, 10000);
             fm_net_kick(sides[0].net, f);
             sent += len;
         }

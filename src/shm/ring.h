@@ -174,6 +174,34 @@ static inline int64_t fm_ring_grant(struct fm_ring *r, uint64_t want, void **buf
     return (int64_t)here;
 }
 
+/*
+ * How much of a send of `total` bytes one message takes: all of it, up to
+ * max_msg, when that fits; else a prefix of at least a quarter of max_msg
+ * (large transfers pipeline through the ring without being cut into
+ * slivers at its end); else -1, meaning "try again".
+ */
+static inline int64_t fm_ring_take(struct fm_ring *r, size_t total, size_t max_msg)
+{
+    size_t want = FM_MIN(total, max_msg);
+    int64_t room = fm_ring_room(r, want);
+    if (fm_likely(room >= (int64_t)want))
+        return (int64_t)want;
+    if (room < 0 || (size_t)room < FM_MIN(want, max_msg / 4))
+        return -1;
+    return room;
+}
+
+/* The same rule for contiguous space (fm_send_prepare). */
+static inline int64_t fm_ring_take_grant(struct fm_ring *r, size_t len, size_t max_msg,
+                                         void **buf)
+{
+    size_t want = FM_MIN(len, max_msg);
+    int64_t got = fm_ring_grant(r, want, buf);
+    if (got < 0 || ((size_t)got < want && (size_t)got < FM_MIN(want, max_msg / 4)))
+        return -1;
+    return got;
+}
+
 /* ---- consumer ---------------------------------------------------------- */
 
 /* The header at position rd, or 0 when no record is there yet. */

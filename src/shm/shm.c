@@ -348,6 +348,8 @@ int fm_shm_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
         __atomic_fetch_add(&h->ep[slot].nclaimed, 1, __ATOMIC_RELEASE);
     }
     rt->dst = fm_addr_make(rank, channel);
+    rt->link = &fm_shm_link;
+    rt->gen_word = &h->ep[slot].gen;
     rt->gen = gen;
     rt->dir = &h->ep[slot];
     rt->ring = (struct fm_ring){.ctl = ctl, .data = data, .size = h->ring_size};
@@ -414,6 +416,38 @@ void fm_shm_refresh_rx(fm_ep *ep)
             .ctl = ctl, .data = fm_seg_data(h, ep->slot, i), .size = h->ring_size};
         rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
         rx->src = FM_ADDR_NONE;
-        ep->active[ep->nactive++] = i;
+        ep->active[ep->nactive++] = rx;
     }
 }
+
+/* ---- the link ops ----------------------------------------------------------- */
+
+static ssize_t shm_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
+                        size_t total)
+{
+    return fm_shm_send(ep, rt, iov, iovcnt, total);
+}
+
+static ssize_t shm_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
+{
+    if (rt->need_src && fm_shm_tell_src(ep, rt) < 0)
+        return FM_EAGAIN;
+    int64_t n = fm_ring_take_grant(&rt->ring, len, (size_t)ep->ctx->cfg.shm_max_msg, buf);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+}
+
+static void shm_commit(fm_ep *ep, struct fm_route *rt, size_t len)
+{
+    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+    fm_shm_notify(ep->ctx, rt);
+}
+
+static size_t shm_max_msg(const fm_ep *ep) { return (size_t)ep->ctx->cfg.shm_max_msg; }
+
+const struct fm_link fm_shm_link = {
+    .name = "shm",
+    .send = shm_send,
+    .grant = shm_grant,
+    .commit = shm_commit,
+    .max_msg = shm_max_msg,
+};

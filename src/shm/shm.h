@@ -8,6 +8,7 @@
 #define FM_SHM_H
 
 #include "core/ctx.h"
+#include "core/link.h"
 #include "ring.h"
 
 #include <sys/types.h>
@@ -61,41 +62,19 @@ static inline int fm_shm_tell_src(fm_ep *ep, struct fm_route *rt)
     return 0;
 }
 
-/*
- * Sends one message of up to `total` bytes. Takes a prefix when the ring
- * has room for a worthwhile part (a quarter of the largest message, or all
- * of a shorter one), so that large transfers pipeline without being chopped
- * into slivers at the end of the ring.
- */
+/* Sends one message (see struct fm_link): copy into the ring, publish,
+ * wake the receiver if it sleeps. Inline: this is the fast path. */
 static inline ssize_t fm_shm_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov,
                                   int iovcnt, size_t total)
 {
     if (fm_unlikely(rt->need_src) && fm_shm_tell_src(ep, rt) < 0)
         return FM_EAGAIN;
-    size_t max_msg = (size_t)ep->ctx->cfg.shm_max_msg;
-    size_t want = FM_MIN(total, max_msg);
-    int64_t room = fm_ring_room(&rt->ring, want);
-    if (fm_unlikely(room < (int64_t)want)) {
-        if (room < 0 || (size_t)room < FM_MIN(want, max_msg / 4))
-            return FM_EAGAIN;
-        want = (size_t)room;
-    }
-    fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, want);
+    int64_t n = fm_ring_take(&rt->ring, total, (size_t)ep->ctx->cfg.shm_max_msg);
+    if (fm_unlikely(n < 0))
+        return FM_EAGAIN;
+    fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
     fm_shm_notify(ep->ctx, rt);
-    return (ssize_t)want;
-}
-
-/* Grants contiguous ring space for fm_send_prepare (same prefix rule). */
-static inline ssize_t fm_shm_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
-{
-    if (fm_unlikely(rt->need_src) && fm_shm_tell_src(ep, rt) < 0)
-        return FM_EAGAIN;
-    size_t max_msg = (size_t)ep->ctx->cfg.shm_max_msg;
-    size_t want = FM_MIN(len, max_msg);
-    int64_t got = fm_ring_grant(&rt->ring, want, buf);
-    if (got < 0 || ((size_t)got < want && (size_t)got < FM_MIN(want, max_msg / 4)))
-        return FM_EAGAIN;
-    return (ssize_t)got;
+    return (ssize_t)n;
 }
 
 #endif

@@ -37,8 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
 
     char err[256];
-    int64_t v;
+    fm_cfg_str v; /* big enough for any kind */
     for (size_t i = 0; i < fm_cfg_count; i++)
-        (void)fm_config_parse(&fm_cfg_table[i], line, &v, err, sizeof(err));
+        (void)fm_config_parse(&fm_cfg_table[i], line, v, err, sizeof(err));
     return 0;
 }

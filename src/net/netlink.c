@@ -1,0 +1,490 @@
+#include "netlink.h"
+
+#include "core/log.h"
+#include "engine.h"
+#include "fault.h"
+#include "shm/shm.h"
+#include "udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+struct fm_netlink {
+    struct fm_net *engine;
+    struct fm_udp udp;
+    struct fm_fault fault;
+    pthread_mutex_t lock;
+    struct fm_pkt_out out[FM_UDP_SEND_MAX];
+    struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
+    int nparked, parked_cap;
+    pthread_t thread;
+    int thread_on;
+    int stop_fd;               /* eventfd that ends the progress thread */
+    int stop;
+};
+
+/* ---- progress ------------------------------------------------------------------ */
+
+/* Receives, runs timers, sends. Called with the net lock held. */
+static int run(struct fm_netlink *nl, int flush)
+{
+    uint64_t now = fm_now_ns();
+    int got = fm_udp_recv(&nl->udp, nl->engine, now);
+    for (;;) {
+        int n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
+        if (n)
+            fm_udp_send(&nl->udp, nl->engine, nl->out, n);
+        if (n < FM_UDP_SEND_MAX)
+            break;
+    }
+    return got;
+}
+
+int fm_netlink_progress(fm_ctx *ctx, int flush)
+{
+    struct fm_netlink *nl = ctx->net;
+    if (!nl || pthread_mutex_trylock(&nl->lock) != 0)
+        return 0;
+    int got = run(nl, flush);
+    pthread_mutex_unlock(&nl->lock);
+    return got;
+}
+
+uint64_t fm_netlink_deadline(fm_ctx *ctx)
+{
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    uint64_t d = fm_net_deadline(nl->engine);
+    pthread_mutex_unlock(&nl->lock);
+    return d;
+}
+
+static void *progress_thread(void *arg)
+{
+    fm_ctx *ctx = arg;
+    struct fm_netlink *nl = ctx->net;
+    struct pollfd pfd[2] = {{.fd = nl->udp.fd, .events = POLLIN}, {.fd = nl->stop_fd,
+                                                                    .events = POLLIN}};
+    while (!__atomic_load_n(&nl->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t d = fm_netlink_deadline(ctx), now = fm_now_ns();
+        int ms = d == UINT64_MAX ? 100 : d <= now ? 0 : (int)FM_MIN((d - now) / 1000000 + 1, 100);
+        poll(pfd, 2, ms);
+        pthread_mutex_lock(&nl->lock);
+        run(nl, 1);
+        pthread_mutex_unlock(&nl->lock);
+    }
+    return NULL;
+}
+
+/* ---- upcalls from the engine (net lock held) ---------------------------------- */
+
+/* Gives a network ring to its endpoint: it is polled from the next fm_recv. */
+static void attach(fm_ctx *ctx, fm_ep *ep, struct fm_rxflow *f, int src_rank)
+{
+    (void)ctx;
+    if (ep->nnet_rx == ep->net_rx_cap) {
+        int cap = ep->net_rx_cap ? ep->net_rx_cap * 2 : 8;
+        struct fm_rx **a = realloc(ep->net_rx, sizeof(*a) * (size_t)cap);
+        if (!a) {
+            fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
+            return;
+        }
+        ep->net_rx = a;
+        ep->net_rx_cap = cap;
+    }
+    struct fm_rx *rx = calloc(1, sizeof(*rx));
+    if (!rx) {
+        fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
+        return;
+    }
+    rx->ring = f->ring;
+    rx->net = f;
+    rx->src = fm_addr_make(src_rank, f->src_channel);
+    f->owner = ep;
+    ep->net_rx[ep->nnet_rx] = rx;
+    __atomic_store_n(&ep->nnet_rx, ep->nnet_rx + 1, __ATOMIC_RELEASE);
+}
+
+static fm_ep *endpoint_of(fm_ctx *ctx, uint32_t channel)
+{
+    for (int s = 0; s < ctx->cfg.ep_max; s++)
+        if (ctx->eps[s] && ctx->eps[s]->channel == channel)
+            return ctx->eps[s];
+    return NULL;
+}
+
+/* Wakes the endpoint if it sleeps in fm_wait (another thread's progress
+ * filled its ring). */
+static void wake(fm_ctx *ctx, fm_ep *ep)
+{
+    fm_fence_fast(ctx);
+    if (__atomic_load_n(&ep->dir->sleeping, __ATOMIC_RELAXED))
+        fm_shm_ring_bell(ctx, ctx->my_proc, ep->slot);
+}
+
+static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
+{
+    fm_ctx *ctx = core;
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&ctx->lock);
+    fm_ep *ep = endpoint_of(ctx, f->dst_channel);
+    pthread_mutex_unlock(&ctx->lock);
+    if (ep) {
+        attach(ctx, ep, f, src_rank);
+        return;
+    }
+    /* Held until the channel opens, like a ULFM port's unexpected messages. */
+    f->owner = NULL;
+    if (nl->nparked == nl->parked_cap) {
+        int cap = nl->parked_cap ? nl->parked_cap * 2 : 8;
+        struct fm_rxflow **a = realloc(nl->parked, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return;
+        nl->parked = a;
+        nl->parked_cap = cap;
+    }
+    nl->parked[nl->nparked++] = f;
+    fm_debug("net", "a flow from rank %d waits for channel %u to open", src_rank,
+             f->dst_channel);
+}
+
+static void up_delivered(void *core, struct fm_rxflow *f)
+{
+    if (f->owner)
+        wake(core, f->owner);
+}
+
+static void up_peer_gone(void *core, int rank, int state)
+{
+    fm_ctx *ctx = core;
+    pthread_mutex_lock(&ctx->lock);
+    fm_ctx_peer_gone(ctx, rank, state);
+    pthread_mutex_unlock(&ctx->lock);
+    /* Any endpoint may be waiting for this rank's messages. */
+    for (int s = 0; s < ctx->cfg.ep_max; s++)
+        if (ctx->eps[s])
+            wake(ctx, ctx->eps[s]);
+}
+
+static int up_address_of(void *core, int rank, struct sockaddr_in *out)
+{
+    fm_ctx *ctx = core;
+    char card[FM_BOOT_VAL_MAX], ip[64];
+    unsigned port;
+    if (ctx->boot.ops->get(&ctx->boot, rank, "net", card, sizeof(card)) != 0 ||
+        sscanf(card, "%63[0-9.]:%u", ip, &port) != 2 || port > 65535) {
+        fm_error("net", "rank %d published no network address (is udp in its FM_TRANSPORTS?)",
+                 rank);
+        return FM_EUNREACH;
+    }
+    memset(out, 0, sizeof(*out));
+    out->sin_family = AF_INET;
+    out->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &out->sin_addr) != 1)
+        return FM_EUNREACH;
+    return 0;
+}
+
+/* ---- endpoints ------------------------------------------------------------------- */
+
+void fm_netlink_ep_opened(fm_ep *ep)
+{
+    fm_ctx *ctx = ep->ctx;
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    int keep = 0;
+    for (int i = 0; i < nl->nparked; i++) {
+        struct fm_rxflow *f = nl->parked[i];
+        if (f->dst_channel == ep->channel)
+            attach(ctx, ep, f, f->src_rank);
+        else
+            nl->parked[keep++] = f;
+    }
+    nl->nparked = keep;
+    pthread_mutex_unlock(&nl->lock);
+}
+
+void fm_netlink_ep_closed(fm_ep *ep)
+{
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    for (int i = 0; i < ep->nnet_rx; i++)
+        fm_net_orphan(nl->engine, ep->net_rx[i]->net);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+void fm_netlink_adopt(fm_ep *ep)
+{
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    int want = ep->nactive + (ep->nnet_rx - ep->net_adopted);
+    if (want > ep->active_cap) {
+        struct fm_rx **a = realloc(ep->active, sizeof(*a) * (size_t)want);
+        if (!a) {
+            pthread_mutex_unlock(&nl->lock);
+            return; /* tried again at the next poll */
+        }
+        ep->active = a;
+        ep->active_cap = want;
+    }
+    while (ep->net_adopted < ep->nnet_rx)
+        ep->active[ep->nactive++] = ep->net_rx[ep->net_adopted++];
+    pthread_mutex_unlock(&nl->lock);
+}
+
+void fm_netlink_released(fm_ctx *ctx, struct fm_rx *rx)
+{
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_released(nl->engine, rx->net);
+    run(nl, 0);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+/* ---- sending: the link ops ------------------------------------------------------ */
+
+static size_t net_max_msg(const fm_ep *ep) { return (size_t)ep->ctx->cfg.net_ring_size / 4; }
+
+/* Hands new records to the engine and lets what can go, go. */
+static void kick(fm_ctx *ctx, struct fm_txflow *f)
+{
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_kick(nl->engine, f);
+    uint64_t now = fm_now_ns();
+    int n;
+    do {
+        n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, 0, now);
+        if (n)
+            fm_udp_send(&nl->udp, nl->engine, nl->out, n);
+    } while (n == FM_UDP_SEND_MAX);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+static ssize_t net_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
+                        size_t total)
+{
+    int64_t n = fm_ring_take(&rt->ring, total, net_max_msg(ep));
+    if (n < 0)
+        return FM_EAGAIN;
+    fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
+    fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
+    kick(ep->ctx, rt->flow);
+    return (ssize_t)n;
+}
+
+static ssize_t net_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
+{
+    int64_t n = fm_ring_take_grant(&rt->ring, len, net_max_msg(ep), buf);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+}
+
+static void net_commit(fm_ep *ep, struct fm_route *rt, size_t len)
+{
+    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+    fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
+    kick(ep->ctx, rt->flow);
+}
+
+const struct fm_link fm_net_link = {
+    .name = "udp",
+    .send = net_send,
+    .grant = net_grant,
+    .commit = net_commit,
+    .max_msg = net_max_msg,
+};
+
+int fm_netlink_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
+{
+    fm_ctx *ctx = ep->ctx;
+    struct fm_netlink *nl = ctx->net;
+    struct fm_txflow *f;
+    pthread_mutex_lock(&nl->lock);
+    int rc = fm_net_flow(nl->engine, rank, ep->channel, channel, &f);
+    pthread_mutex_unlock(&nl->lock);
+    if (rc)
+        return rc;
+    rt->dst = fm_addr_make(rank, channel);
+    rt->link = &fm_net_link;
+    rt->flow = f;
+    rt->gen_word = &f->gen;
+    rt->gen = f->gen;
+    rt->dir = NULL;
+    rt->ring = f->ring;
+    rt->need_src = 0;
+    return 0;
+}
+
+/* ---- setup --------------------------------------------------------------------- */
+
+/* Whether any rank of the job talks over the network: the same answer on
+ * every rank, since all read the same node map and configuration. */
+static int job_needs_net(const fm_ctx *ctx)
+{
+    if (!(ctx->cfg.transports & FM_TRANSPORT_SHM))
+        return 1;
+    for (int r = 1; r < ctx->size; r++)
+        if (ctx->boot.node_of[r] != ctx->boot.node_of[0])
+            return 1;
+    return 0;
+}
+
+int fm_netlink_setup(fm_ctx *ctx, char *err, size_t errlen)
+{
+    if (!job_needs_net(ctx))
+        return 0;
+    if (ctx->rank == 0) {
+        uint8_t key[16];
+        char hex[33];
+        if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+            snprintf(err, errlen, "net: no randomness for the job key: %s", strerror(errno));
+            return FM_ESYS;
+        }
+        for (int i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", key[i]);
+        int rc = ctx->boot.ops->put(&ctx->boot, "key", hex);
+        if (rc) {
+            snprintf(err, errlen, "net: cannot publish the job key");
+            return rc;
+        }
+    }
+    struct fm_netlink *nl = calloc(1, sizeof(*nl));
+    if (!nl)
+        return FM_ENOMEM;
+    nl->stop_fd = -1;
+    pthread_mutex_init(&nl->lock, NULL);
+    int rc = fm_udp_open(&nl->udp, ctx->cfg.rails, err, errlen);
+    if (rc) {
+        free(nl);
+        return rc;
+    }
+    if (ctx->cfg.fault[0]) {
+        if (fm_fault_parse(&nl->fault, ctx->cfg.fault, err, errlen) < 0) {
+            fm_udp_close(&nl->udp);
+            free(nl);
+            return FM_EINVAL;
+        }
+        nl->udp.fault = &nl->fault;
+        fm_warn("net", "fault injection on: FM_FAULT=%s", ctx->cfg.fault);
+    }
+    ctx->net = nl;
+    char card[64];
+    snprintf(card, sizeof(card), "%s:%u", inet_ntoa(nl->udp.addr.sin_addr),
+             ntohs(nl->udp.addr.sin_port));
+    rc = ctx->boot.ops->put(&ctx->boot, "net", card);
+    if (rc) {
+        snprintf(err, errlen, "net: cannot publish this rank's address");
+        return rc;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = FM_EPOLL_NET};
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, nl->udp.fd, &ev) < 0) {
+        snprintf(err, errlen, "net: epoll_ctl: %s", strerror(errno));
+        return FM_ESYS;
+    }
+    return 0;
+}
+
+int fm_netlink_start(fm_ctx *ctx, char *err, size_t errlen)
+{
+    struct fm_netlink *nl = ctx->net;
+    char hex[64];
+    struct fm_net_params p = {
+        .rank = ctx->rank,
+        .size = ctx->size,
+        .ring_size = (uint32_t)ctx->cfg.net_ring_size,
+        .payload = nl->udp.payload,
+        .timeout_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u,
+        .rto_min_ns = (uint64_t)ctx->cfg.net_rto_min_us * 1000u,
+        .rto_max_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u / 4,
+        .ack_delay_ns = (uint64_t)ctx->cfg.net_ack_delay_us * 1000u,
+        .up = {.core = ctx, .flow_new = up_flow_new, .delivered = up_delivered,
+               .peer_gone = up_peer_gone, .address_of = up_address_of},
+    };
+    if (ctx->boot.ops->get(&ctx->boot, 0, "key", hex, sizeof(hex)) != 0 || strlen(hex) != 32) {
+        snprintf(err, errlen, "net: rank 0 published no job key");
+        return FM_EBOOT;
+    }
+    for (int i = 0; i < 16; i++) {
+        unsigned b;
+        sscanf(hex + 2 * i, "%2x", &b);
+        p.key[i] = (uint8_t)b;
+    }
+    do {
+        if (getrandom(&p.epoch, sizeof(p.epoch), 0) != (ssize_t)sizeof(p.epoch)) {
+            snprintf(err, errlen, "net: no randomness: %s", strerror(errno));
+            return FM_ESYS;
+        }
+    } while (p.epoch == 0);
+    nl->engine = fm_net_new(&p);
+    if (!nl->engine)
+        return FM_ENOMEM;
+    if (ctx->cfg.progress_thread) {
+        nl->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (nl->stop_fd < 0 || pthread_create(&nl->thread, NULL, progress_thread, ctx) != 0) {
+            snprintf(err, errlen, "net: cannot start the progress thread");
+            return FM_ESYS;
+        }
+        nl->thread_on = 1;
+    }
+    return 0;
+}
+
+/* Runs the engine until nothing is outstanding or the time is up. */
+static int drain(fm_ctx *ctx, uint64_t until)
+{
+    struct fm_netlink *nl = ctx->net;
+    for (;;) {
+        pthread_mutex_lock(&nl->lock);
+        run(nl, 1);
+        uint64_t left = fm_net_unacked(nl->engine);
+        uint64_t d = fm_net_deadline(nl->engine);
+        pthread_mutex_unlock(&nl->lock);
+        uint64_t now = fm_now_ns();
+        if (!left)
+            return 0;
+        if (now >= until)
+            return -1;
+        struct pollfd pfd = {.fd = nl->udp.fd, .events = POLLIN};
+        uint64_t wake = FM_MIN(until, d);
+        poll(&pfd, 1, wake <= now ? 0 : (int)FM_MIN((wake - now) / 1000000 + 1, 100));
+    }
+}
+
+void fm_netlink_finalize(fm_ctx *ctx)
+{
+    struct fm_netlink *nl = ctx->net;
+    if (nl->engine) {
+        uint64_t until = fm_now_ns() + (uint64_t)ctx->cfg.net_timeout_ms * 1000000u;
+        if (drain(ctx, until) < 0)
+            fm_warn("net", "finalize: data to some peers was not acknowledged within "
+                           "FM_NET_TIMEOUT_MS and may be lost");
+        pthread_mutex_lock(&nl->lock);
+        fm_net_bye(nl->engine);
+        pthread_mutex_unlock(&nl->lock);
+        drain(ctx, FM_MIN(until, fm_now_ns() + 200000000u));
+    }
+    if (nl->thread_on) {
+        __atomic_store_n(&nl->stop, 1, __ATOMIC_RELEASE);
+        uint64_t one = 1;
+        ssize_t w = write(nl->stop_fd, &one, sizeof(one));
+        (void)w;
+        pthread_join(nl->thread, NULL);
+    }
+    if (nl->stop_fd >= 0)
+        close(nl->stop_fd);
+    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, nl->udp.fd, NULL);
+    fm_udp_close(&nl->udp);
+    fm_net_free(nl->engine);
+    free(nl->parked);
+    pthread_mutex_destroy(&nl->lock);
+    free(nl);
+    ctx->net = NULL;
+}

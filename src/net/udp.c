@@ -1,0 +1,388 @@
+#include "udp.h"
+
+#include "core/ctx.h"
+#include "core/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/errqueue.h>
+#include <net/if.h>
+#include <netinet/udp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define IP_UDP_OVERHEAD 28
+/* Largest packet on links with a large MTU (loopback): beyond this, bigger
+ * datagrams buy little and make held out-of-order packets expensive. */
+#define PACKET_CAP 16384
+#define GSO_MAX_SEGMENTS 64
+#define GSO_MAX_BYTES 65000
+
+/* ---- choosing the address ---------------------------------------------------- */
+
+static int parse_subnet(const char *s, uint32_t *net, uint32_t *mask)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", s);
+    char *slash = strchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    char *end;
+    long bits = strtol(slash + 1, &end, 10);
+    struct in_addr a;
+    if (*end || bits < 0 || bits > 32 || inet_pton(AF_INET, buf, &a) != 1)
+        return -1;
+    *mask = bits ? htonl(~0u << (32 - bits)) : 0;
+    *net = a.s_addr & *mask;
+    return 0;
+}
+
+static int pick_address(const char *spec, struct sockaddr_in *out, char *ifname, size_t iflen,
+                        char *err, size_t errlen)
+{
+    struct ifaddrs *all, *it, *found = NULL, *loop = NULL;
+    uint32_t net = 0, mask = 0;
+    struct in_addr want;
+    int is_auto = strcmp(spec, "auto") == 0;
+    int is_subnet = !is_auto && parse_subnet(spec, &net, &mask) == 0;
+    int is_addr = !is_auto && !is_subnet && inet_pton(AF_INET, spec, &want) == 1;
+    if (getifaddrs(&all) < 0) {
+        snprintf(err, errlen, "udp: getifaddrs: %s", strerror(errno));
+        return FM_ESYS;
+    }
+    for (it = all; it; it = it->ifa_next) {
+        if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET || !(it->ifa_flags & IFF_UP))
+            continue;
+        uint32_t a = ((struct sockaddr_in *)it->ifa_addr)->sin_addr.s_addr;
+        int lo = (it->ifa_flags & IFF_LOOPBACK) != 0;
+        if (is_auto) {
+            if (lo && !loop)
+                loop = it;
+            if (!lo) {
+                found = it;
+                break;
+            }
+        } else if ((is_subnet && (a & mask) == net) || (is_addr && a == want.s_addr) ||
+                   (!is_subnet && !is_addr && strcmp(it->ifa_name, spec) == 0)) {
+            found = it;
+            break;
+        }
+    }
+    if (!found)
+        found = loop;
+    if (!found) {
+        snprintf(err, errlen,
+                 "udp: no interface that is up matches FM_RAILS=%s (give an interface name, an "
+                 "IPv4 address of this host, or a subnet like 10.1.0.0/24)",
+                 spec);
+        freeifaddrs(all);
+        return FM_EUNREACH;
+    }
+    *out = *(struct sockaddr_in *)found->ifa_addr;
+    out->sin_port = 0;
+    snprintf(ifname, iflen, "%s", found->ifa_name);
+    freeifaddrs(all);
+    return 0;
+}
+
+/* ---- socket --------------------------------------------------------------------- */
+
+static void set_buffer(int fd, int opt_force, int opt, int bytes)
+{
+    /* Root may exceed net.core.[rw]mem_max; others get what the limit allows. */
+    if (setsockopt(fd, SOL_SOCKET, opt_force, &bytes, sizeof(bytes)) < 0)
+        setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
+}
+
+int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
+{
+    memset(u, 0, sizeof(*u));
+    u->fd = -1;
+    int rc = pick_address(spec, &u->addr, u->ifname, sizeof(u->ifname), err, errlen);
+    if (rc)
+        return rc;
+    u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    socklen_t alen = sizeof(u->addr);
+    if (u->fd < 0 || bind(u->fd, (struct sockaddr *)&u->addr, sizeof(u->addr)) < 0 ||
+        getsockname(u->fd, (struct sockaddr *)&u->addr, &alen) < 0) {
+        snprintf(err, errlen, "udp: cannot bind a socket to %s: %s",
+                 inet_ntoa(u->addr.sin_addr), strerror(errno));
+        goto err_close;
+    }
+    int one = 1;
+    set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, 8 << 20);
+    set_buffer(u->fd, SO_SNDBUFFORCE, SO_SNDBUF, 8 << 20);
+    setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    int zero = 0;
+    u->gso = setsockopt(u->fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+    u->gro = setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, u->ifname, FM_MIN(sizeof(ifr.ifr_name) - 1, strlen(u->ifname)));
+    u->mtu = ioctl(u->fd, SIOCGIFMTU, &ifr) == 0 ? ifr.ifr_mtu : 1500;
+    int packet = FM_MIN(u->mtu - IP_UDP_OVERHEAD, PACKET_CAP);
+    int payload = packet - (int)sizeof(struct fm_wire_hdr) - (int)sizeof(struct fm_wire_data);
+    if (payload < 64) {
+        snprintf(err, errlen, "udp: the MTU of %s (%d) is too small", u->ifname, u->mtu);
+        goto err_close;
+    }
+    u->payload = (uint32_t)payload & ~7u;
+    u->bufsize = u->gro ? 65536 : (size_t)packet;
+    u->buf = malloc(u->bufsize * FM_UDP_BATCH);
+    if (!u->buf) {
+        snprintf(err, errlen, "udp: out of memory");
+        goto err_close;
+    }
+    fm_info("udp", "bound %s:%u on %s (MTU %d, %u bytes per packet%s%s)",
+            inet_ntoa(u->addr.sin_addr), ntohs(u->addr.sin_port), u->ifname, u->mtu,
+            u->payload, u->gso ? ", GSO" : "", u->gro ? ", GRO" : "");
+    return 0;
+
+err_close:
+    if (u->fd >= 0)
+        close(u->fd);
+    u->fd = -1;
+    return FM_ESYS;
+}
+
+void fm_udp_close(struct fm_udp *u)
+{
+    if (u->fd >= 0)
+        close(u->fd);
+    free(u->buf);
+    free(u->reordered);
+    u->fd = -1;
+    u->buf = NULL;
+    u->reordered = NULL;
+}
+
+/* ---- sending -------------------------------------------------------------------- */
+
+static size_t packet_len(const struct fm_pkt_out *p)
+{
+    return sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
+}
+
+static int same_dest(const struct fm_pkt_out *a, const struct fm_pkt_out *b)
+{
+    return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
+}
+
+/* Sends with fault injection: every packet flattened, so that corrupting
+ * it cannot touch the mirror ring a retransmission reads from. */
+static int send_faulty(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+{
+    static unsigned char held[FM_WIRE_MAX];
+    static size_t held_len;
+    static struct sockaddr_in held_to;
+    unsigned char buf[FM_WIRE_MAX];
+    for (int i = 0; i < n; i++) {
+        struct iovec iov[4];
+        int k = fm_pkt_seal(&pkts[i], iov);
+        size_t len = 0;
+        for (int j = 0; j < k; j++) {
+            memcpy(buf + len, iov[j].iov_base, iov[j].iov_len);
+            len += iov[j].iov_len;
+        }
+        enum fm_fault_action a = fm_fault_next(u->fault, buf, len);
+        if (a == FM_FAULT_DROP) {
+            fm_net_count_drop(net, FM_DROP_FAULT);
+            continue;
+        }
+        if (a == FM_FAULT_REORDER && !held_len) {
+            memcpy(held, buf, len);
+            held_len = len;
+            held_to = pkts[i].to;
+            continue;
+        }
+        for (int copies = a == FM_FAULT_DUP ? 2 : 1; copies > 0; copies--)
+            sendto(u->fd, buf, len, 0, (struct sockaddr *)&pkts[i].to, sizeof(pkts[i].to));
+        if (held_len) {
+            sendto(u->fd, held, held_len, 0, (struct sockaddr *)&held_to, sizeof(held_to));
+            held_len = 0;
+        }
+    }
+    return n;
+}
+
+int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+{
+    if (fm_unlikely(u->fault))
+        return send_faulty(u, net, pkts, n);
+    struct mmsghdr msg[FM_UDP_SEND_MAX];
+    struct iovec iov[FM_UDP_SEND_MAX * 4]; /* a packet is at most 4 pieces */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl[FM_UDP_SEND_MAX];
+    int nmsg = 0, niov = 0;
+    n = FM_MIN(n, FM_UDP_SEND_MAX);
+    for (int i = 0; i < n;) {
+        /* A run of full packets to one peer goes as one GSO send. */
+        size_t full = packet_len(&pkts[i]);
+        int j = i + 1;
+        size_t total = full;
+        if (u->gso && pkts[i].hdr.op == FM_OP_DATA)
+            while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(&pkts[i], &pkts[j]) &&
+                   packet_len(&pkts[j - 1]) == full && packet_len(&pkts[j]) <= full &&
+                   total + packet_len(&pkts[j]) <= GSO_MAX_BYTES) {
+                total += packet_len(&pkts[j]);
+                j++;
+            }
+        struct msghdr *m = &msg[nmsg].msg_hdr;
+        memset(m, 0, sizeof(*m));
+        m->msg_name = &pkts[i].to;
+        m->msg_namelen = sizeof(pkts[i].to);
+        m->msg_iov = &iov[niov];
+        for (int k = i; k < j; k++)
+            niov += fm_pkt_seal(&pkts[k], &iov[niov]);
+        m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
+        if (j - i > 1) {
+            m->msg_control = ctl[nmsg].buf;
+            m->msg_controllen = sizeof(ctl[nmsg].buf);
+            struct cmsghdr *c = CMSG_FIRSTHDR(m);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t seg = (uint16_t)full;
+            memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+        }
+        msg[nmsg++].msg_len = 0;
+        i = j;
+    }
+    int sent = 0;
+    while (sent < nmsg) {
+        int r = sendmmsg(u->fd, msg + sent, (unsigned)(nmsg - sent), 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            /* A full socket buffer or an error queued for a peer: what did
+             * not go counts as lost and is retransmitted. */
+            if (errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED &&
+                errno != EHOSTUNREACH && errno != ENETUNREACH)
+                fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
+            break;
+        }
+        sent += r;
+    }
+    return n;
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+/* Reads ICMP errors: each names the destination a packet could not reach. */
+static void drain_errors(struct fm_udp *u, struct fm_net *net)
+{
+    for (int i = 0; i < 16; i++) {
+        struct sockaddr_in to;
+        char c[512], data[64];
+        struct iovec iov = {data, sizeof(data)};
+        struct msghdr m = {.msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+                           .msg_iovlen = 1, .msg_control = c, .msg_controllen = sizeof(c)};
+        if (recvmsg(u->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            return;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+            if (cm->cmsg_level != IPPROTO_IP || cm->cmsg_type != IP_RECVERR)
+                continue;
+            struct sock_extended_err ee;
+            memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
+            if (ee.ee_origin == SO_EE_ORIGIN_ICMP &&
+                (ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
+                 ee.ee_errno == ENETUNREACH))
+                fm_net_unreachable(net, &to);
+        }
+    }
+}
+
+static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t len,
+                  const struct sockaddr_in *from, uint64_t now)
+{
+    if (fm_unlikely(u->fault)) {
+        enum fm_fault_action a = fm_fault_next(u->fault, p, len);
+        if (a == FM_FAULT_DROP) {
+            fm_net_count_drop(net, FM_DROP_FAULT);
+            return;
+        }
+        if (a == FM_FAULT_REORDER && !u->reordered) {
+            u->reordered = malloc(len);
+            if (u->reordered) {
+                memcpy(u->reordered, p, len);
+                u->reordered_len = len;
+                u->reordered_from = *from;
+                return;
+            }
+        }
+        if (a == FM_FAULT_DUP) {
+            unsigned char copy[FM_WIRE_MAX];
+            memcpy(copy, p, len);
+            fm_net_input(net, copy, len, from, now);
+        }
+        fm_net_input(net, p, len, from, now);
+        if (u->reordered && a != FM_FAULT_REORDER) {
+            void *r = u->reordered;
+            u->reordered = NULL;
+            fm_net_input(net, r, u->reordered_len, &u->reordered_from, now);
+            free(r);
+        }
+        return;
+    }
+    fm_net_input(net, p, len, from, now);
+}
+
+int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
+{
+    int handled = 0;
+    for (int batch = 0; batch < 4; batch++) {
+        for (int i = 0; i < FM_UDP_BATCH; i++) {
+            u->iov[i] = (struct iovec){u->buf + (size_t)i * u->bufsize, u->bufsize};
+            u->msg[i].msg_hdr = (struct msghdr){
+                .msg_name = &u->from[i], .msg_namelen = sizeof(u->from[i]),
+                .msg_iov = &u->iov[i], .msg_iovlen = 1, .msg_control = u->ctl[i],
+                .msg_controllen = sizeof(u->ctl[i])};
+        }
+        int r = recvmmsg(u->fd, u->msg, FM_UDP_BATCH, MSG_DONTWAIT, NULL);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
+                drain_errors(u, net);
+                continue;
+            }
+            break; /* EAGAIN: nothing more */
+        }
+        for (int i = 0; i < r; i++) {
+            size_t len = u->msg[i].msg_len;
+            unsigned char *p = u->iov[i].iov_base;
+            size_t seg = len;
+            struct msghdr *m = &u->msg[i].msg_hdr;
+            for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+                if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+                    int g;
+                    memcpy(&g, CMSG_DATA(c), sizeof(g));
+                    if (g > 0)
+                        seg = (size_t)g;
+                }
+            /* GRO hands several same-size datagrams over as one. */
+            for (size_t off = 0; off < len; off += seg) {
+                input(u, net, p + off, FM_MIN(seg, len - off), &u->from[i], now);
+                handled++;
+            }
+        }
+        if (r < FM_UDP_BATCH)
+            break;
+    }
+    return handled;
+}

@@ -1,0 +1,55 @@
+/*
+ * The UDP link: one socket per rail, datagrams in batches (sendmmsg,
+ * recvmmsg), UDP GSO to hand the kernel up to 64 KiB of same-size packets
+ * in one call and GRO to get them back in one, and ICMP errors through
+ * IP_RECVERR so a dead peer process shows up at its next packet.
+ */
+#ifndef FM_NET_UDP_H
+#define FM_NET_UDP_H
+
+#include "engine.h"
+#include "fault.h"
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#define FM_UDP_BATCH 32    /* datagrams per recvmmsg */
+#define FM_UDP_SEND_MAX 64 /* packets per fm_udp_send */
+
+struct fm_udp {
+    int fd;
+    struct sockaddr_in addr; /* bound address, as peers reach it */
+    char ifname[32];         /* interface of that address */
+    int mtu;
+    uint32_t payload;        /* stream bytes per DATA packet (a multiple of 8) */
+    int gso, gro;            /* kernel offloads in use */
+    struct fm_fault *fault;  /* FM_FAULT, or NULL */
+    /* receive batch */
+    unsigned char *buf;      /* FM_UDP_BATCH buffers of bufsize */
+    size_t bufsize;
+    struct mmsghdr msg[FM_UDP_BATCH];
+    struct iovec iov[FM_UDP_BATCH];
+    struct sockaddr_in from[FM_UDP_BATCH];
+    char ctl[FM_UDP_BATCH][64];
+    void *reordered;         /* fault injection: a packet held back one turn */
+    size_t reordered_len;
+    struct sockaddr_in reordered_from;
+};
+
+/*
+ * Opens the socket on the address `spec` names: "auto" (the first interface
+ * that is up and not loopback, else loopback), an interface name, an IPv4
+ * address, or a subnet "a.b.c.d/n". Fills err and returns FM_E* on failure.
+ */
+int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen);
+void fm_udp_close(struct fm_udp *u);
+
+/* Sends up to FM_UDP_SEND_MAX packets; returns how many were handed over.
+ * Packets the kernel refuses (a full buffer) count as lost. */
+int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n);
+
+/* Receives what is there (up to a few batches) into the engine; returns
+ * the number of datagrams handled. */
+int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now);
+
+#endif
