@@ -501,6 +501,16 @@ static void case_kill(void)
     fm_ep *after; /* survivors talk here, apart from the victim's stream */
     CHECK_RC(fm_ep_open(ctx, CH + 1, &after), 0);
     barrier();
+    /* Everyone has talked to the victim: over the network a rank hears of
+     * the death of the peers it has a session with. */
+    char hello = 'h';
+    if (rank == victim) {
+        for (int r = 0; r < victim; r++)
+            CHECK_EQ(fmt_send_all(after, fm_addr_of(ctx, r, CH + 1), &hello, 1), 1);
+    } else {
+        CHECK_EQ(fmt_recv_copy(after, &hello, 1, NULL), 1);
+        CHECK_EQ(hello, 'h');
+    }
     if (rank == victim) {
         uint32_t seq = 0;
         for (; seq < 50000; seq++)
@@ -645,6 +655,45 @@ static void case_ring(void)
     }
 }
 
+/*
+ * The link between two hosts goes down in the middle of a two-way stream
+ * (the test harness does it): both ranks must get FM_EPEERLOST, neither
+ * sooner than half the configured timeout after the last message, nor much
+ * later than the timeout. Run with fmrun --keep-going.
+ */
+static void case_linkdown(void)
+{
+    const char *t = getenv("FM_NET_TIMEOUT_MS");
+    uint64_t timeout = (t ? (uint64_t)atoi(t) : 3000) * 1000000u;
+    int peer = 1 - rank;
+    uint64_t last = now_ns(), msgs = 0;
+    for (;;) {
+        char m[64] = {0};
+        struct iovec v = {m, sizeof(m)};
+        ssize_t n = fm_send(ep, fm_addr_of(ctx, peer, CH), &v, 1);
+        if (n == FM_EPEERLOST)
+            break;
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        fm_addr src;
+        ssize_t r = fm_recv(ep, seg, &nseg, &src);
+        if (r == FM_EPEERLOST)
+            break;
+        if (r >= 0) {
+            CHECK_RC(fm_recv_done(ep), 0);
+            last = now_ns();
+            msgs++;
+        } else {
+            fm_wait(ep, 10);
+        }
+        CHECK(now_ns() - last < timeout + 2000000000u); /* never a hang */
+    }
+    uint64_t silent = now_ns() - last;
+    CHECK(msgs > 100); /* the stream ran before the link went */
+    CHECK(silent >= timeout / 2);
+    CHECK(silent < timeout + 1000000000u);
+}
+
 /* Segments are private to the user and never named in /dev/shm. */
 static void case_private(void)
 {
@@ -702,6 +751,7 @@ static const struct {
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
+    {"linkdown", case_linkdown},
 };
 
 int main(int argc, char **argv)

@@ -40,11 +40,16 @@ struct rank {
     size_t err_len;
 };
 
+#define HOSTS_MAX 1024
+
 struct opts {
     int n;
     int tag_output;
     int bind_core;
     int keep_going;
+    char *hosts[HOSTS_MAX]; /* --hosts: where the ranks run, in blocks */
+    int nhosts;
+    const char *launcher;   /* --launcher: command template with {host} */
     char **argv;
 };
 
@@ -57,6 +62,9 @@ static void usage(FILE *f)
             "Starts N ranks of program on this machine and serves them PMI-1.\n"
             "\n"
             "  -n, --np N          number of ranks (required)\n"
+            "      --hosts A,B,..  run the ranks on these hosts, in equal blocks\n"
+            "      --launcher CMD  how to start a rank on a host; {host} is replaced\n"
+            "                      (e.g. 'ip netns exec {host}'); needed with --hosts\n"
             "      --tag-output    prefix every output line with [rank]\n"
             "      --bind-to WHAT  core (default: rank i on CPU i mod CPUs) or none\n"
             "      --keep-going    when a rank fails, let the others run on\n"
@@ -83,6 +91,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"tag-output", no_argument, NULL, 't'},
         {"bind-to", required_argument, NULL, 'b'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"launcher", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -110,6 +120,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 die_usage("--bind-to takes core or none, not '%s'", optarg);
             break;
         case 'k': o->keep_going = 1; break;
+        case 'H':
+            for (char *save, *h = strtok_r(optarg, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+                if (o->nhosts == HOSTS_MAX)
+                    die_usage("%s", "too many hosts");
+                o->hosts[o->nhosts++] = h;
+            }
+            if (o->nhosts == 0)
+                die_usage("--hosts needs a comma-separated list of hosts, not '%s'", optarg);
+            break;
+        case 'L':
+            if (!strstr(optarg, "{host}"))
+                die_usage("--launcher needs {host} in its command, as in 'ip netns exec {host}': "
+                          "'%s'", optarg);
+            o->launcher = optarg;
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("fmrun (fastmsg) %s\n", FM_VERSION_STRING); exit(0);
         default: die_usage("%s", "unknown option");
@@ -119,6 +144,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         die_usage("%s", "the number of ranks is missing (-n N)");
     if (optind >= argc)
         die_usage("%s", "the program to run is missing");
+    if (o->nhosts && !o->launcher)
+        die_usage("%s", "--hosts needs --launcher (for example --launcher 'ip netns exec {host}')");
+    if (o->launcher && !o->nhosts)
+        die_usage("%s", "--launcher needs --hosts");
     o->argv = argv + optind;
     return 0;
 }
@@ -181,8 +210,43 @@ static void set_env_int(const char *name, int v)
 
 /* In the child: becomes rank `rank` and execs the program. Reports an exec
  * failure through errpipe. */
-static void child(const struct opts *o, int rank, int pmi_fd, int out[2], int err[2], int cpu,
-                  pid_t parent, int errpipe)
+/* The launcher's words with {host} replaced, then the program and its
+ * arguments: what a rank on `host` executes. */
+static char **launch_argv(const struct opts *o, const char *host)
+{
+    static char buf[4096];
+    char *argv[512];
+    int n = 0;
+    size_t len = 0;
+    const char *t = o->launcher;
+    while (*t && n < 256) {
+        while (*t == ' ')
+            t++;
+        if (!*t)
+            break;
+        argv[n++] = buf + len;
+        while (*t && *t != ' ' && len + 256 < sizeof(buf)) {
+            if (strncmp(t, "{host}", 6) == 0) {
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s", host);
+                t += 6;
+            } else {
+                buf[len++] = *t++;
+            }
+        }
+        buf[len++] = '\0';
+    }
+    for (char **a = o->argv; *a && n < 510; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    char **out = malloc(sizeof(char *) * (size_t)(n + 1));
+    if (!out)
+        _exit(127);
+    memcpy(out, argv, sizeof(char *) * (size_t)(n + 1));
+    return out;
+}
+
+static void child(const struct opts *o, int rank, const char *host, int pmi_fd, int out[2],
+                  int err[2], int cpu, pid_t parent, int errpipe)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* fmrun killed: so are the ranks */
     if (getppid() != parent)
@@ -207,7 +271,10 @@ static void child(const struct opts *o, int rank, int pmi_fd, int out[2], int er
     set_env_int("PMI_FD", fd);
     set_env_int("PMI_RANK", rank);
     set_env_int("PMI_SIZE", o->n);
-    execvp(o->argv[0], o->argv);
+    char **argv = o->argv;
+    if (o->launcher)
+        argv = launch_argv(o, host);
+    execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(errpipe, &e, sizeof(e));
     (void)w;
@@ -264,7 +331,13 @@ int main(int argc, char **argv)
 {
     struct opts o;
     parse_opts(argc, argv, &o);
-    check_program(o.argv[0]);
+    if (o.launcher) {
+        char word[256];
+        sscanf(o.launcher, "%255s", word);
+        check_program(word);
+    } else {
+        check_program(o.argv[0]);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     /* Signals arrive through a signalfd so the loop below sees them in order. */
@@ -282,7 +355,11 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(kvsname, sizeof(kvsname), "fmrun-%d-%lx", (int)getpid(),
              (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
-    fm_nodemap_format(mapping, sizeof(mapping), 1, o.n);
+    /* Ranks go to hosts in equal blocks; the mapping tells them who shares a
+     * node, whatever the kernel's hostname says inside a namespace. */
+    int nhosts = o.nhosts ? o.nhosts : 1;
+    int per_host = (o.n + nhosts - 1) / nhosts;
+    fm_nodemap_format(mapping, sizeof(mapping), nhosts, per_host);
     struct pmi_server *pmi = pmi_server_new(o.n, kvsname, mapping);
     struct rank *ranks = calloc((size_t)o.n, sizeof(*ranks));
     int *cpus = malloc(sizeof(int) * CPU_SETSIZE);
@@ -309,8 +386,8 @@ int main(int argc, char **argv)
             return 1;
         }
         if (pid == 0)
-            child(&o, i, sv[1], o.tag_output ? out : NULL, err, ncpus ? cpus[i % ncpus] : -1,
-                  self, ep[1]);
+            child(&o, i, o.nhosts ? o.hosts[i / per_host] : NULL, sv[1],
+                  o.tag_output ? out : NULL, err, ncpus ? cpus[i % ncpus] : -1, self, ep[1]);
         close(sv[1]);
         close(ep[1]);
         int e;
