@@ -57,6 +57,9 @@ typedef char fm_cfg_str[256];
     X(progress_thread, FM_CFG_INT, "FM_PROGRESS_THREAD", "0", 0, 1, NULL,                \
       "1: a thread advances the network path, for programs that compute for long "      \
       "between fastmsg calls; 0: progress happens inside fastmsg calls")                 \
+    X(stats, FM_CFG_INT, "FM_STATS", "0", 0, 1, NULL,                                    \
+      "1: each rank prints its network counters (packets, retransmissions, drops by "    \
+      "reason) to stderr when it leaves the job")                                        \
     X(fault, FM_CFG_STR, "FM_FAULT", "", 0, 0, NULL,                                     \
       "inject faults on the network path: drop=P,dup=P,reorder=P,corrupt=P,seed=N "     \
       "(probabilities per packet, on send and on receive); empty: none")                 \

@@ -219,8 +219,7 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
         free(net);
         return NULL;
     }
-    static const char tag_msg[] = "fastmsg job tag";
-    net->job = fm_siphash(p->key, tag_msg, sizeof(tag_msg) - 1);
+    net->job = fm_wire_job_tag(p->key);
     net->rng = ((uint64_t)p->epoch << 32) ^ net->job ^ 0x9E3779B97F4A7C15ull;
     net->next_timer = UINT64_MAX;
     return net;
@@ -566,12 +565,15 @@ static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s,
     if (h->op == FM_OP_HELLO_ACK &&
         (h->dst_epoch != net->p.epoch || hello->nonce != s->hello_nonce || s->state == S_NEW))
         return FM_DROP_STALE;
-    if (!s->peer_epoch) {
+    int first = !s->peer_epoch;
+    if (first) {
         s->peer_epoch = h->src_epoch;
         s->rcv_nxt = hello->first_seq;
         s->rcv_known = 1;
     }
-    if (!s->have_addr || h->op == FM_OP_HELLO) {
+    /* The address comes from the first HELLO only: a replayed one from
+     * elsewhere must not redirect the session. */
+    if (!s->have_addr || (first && h->op == FM_OP_HELLO)) {
         s->addr = *from;
         s->have_addr = 1;
     }

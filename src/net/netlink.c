@@ -458,6 +458,31 @@ static int drain(fm_ctx *ctx, uint64_t until)
     }
 }
 
+void fm_netlink_counters(fm_ctx *ctx, uint64_t nc[FM_NC_COUNT], uint64_t drops[FM_DROP_COUNT])
+{
+    struct fm_netlink *nl = ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_counters(nl->engine, nc, drops);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+/* FM_STATS=1: one line of counters per rank when it leaves. */
+static void print_stats(fm_ctx *ctx)
+{
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "fastmsg[%d] net:", ctx->rank);
+    fm_netlink_counters(ctx, nc, dr);
+    for (int i = 0; i < FM_NC_COUNT && n < (int)sizeof(line); i++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s=%llu", fm_net_counter_names[i],
+                      (unsigned long long)nc[i]);
+    for (int i = 1; i < FM_DROP_COUNT && n < (int)sizeof(line); i++)
+        if (dr[i])
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " drop_%s=%llu", fm_drop_names[i],
+                          (unsigned long long)dr[i]);
+    fprintf(stderr, "%s\n", line);
+}
+
 void fm_netlink_finalize(fm_ctx *ctx)
 {
     struct fm_netlink *nl = ctx->net;
@@ -471,6 +496,8 @@ void fm_netlink_finalize(fm_ctx *ctx)
         pthread_mutex_unlock(&nl->lock);
         drain(ctx, FM_MIN(until, fm_now_ns() + 200000000u));
     }
+    if (nl->engine && ctx->cfg.stats)
+        print_stats(ctx);
     if (nl->thread_on) {
         __atomic_store_n(&nl->stop, 1, __ATOMIC_RELEASE);
         uint64_t one = 1;

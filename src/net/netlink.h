@@ -12,6 +12,7 @@
 #define FM_NET_NETLINK_H
 
 #include "core/ctx.h"
+#include "engine.h"
 
 #include <stdint.h>
 
@@ -46,6 +47,9 @@ void fm_netlink_ep_opened(fm_ep *ep);
 void fm_netlink_ep_closed(fm_ep *ep);
 /* Takes network rings that arrived since the last call into ep's polling. */
 void fm_netlink_adopt(fm_ep *ep);
+
+/* Engine counters and drops by reason, for FM_STATS and the tests. */
+void fm_netlink_counters(fm_ctx *ctx, uint64_t nc[FM_NC_COUNT], uint64_t drops[FM_DROP_COUNT]);
 
 extern const struct fm_link fm_net_link;
 

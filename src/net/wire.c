@@ -75,3 +75,9 @@ uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
     lc->mac = 0;
     return fm_siphash(key, buf, sizeof(buf));
 }
+
+uint64_t fm_wire_job_tag(const uint8_t key[16])
+{
+    static const char msg[] = "fastmsg job tag";
+    return fm_siphash(key, msg, sizeof(msg) - 1);
+}

@@ -149,6 +149,9 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t r
 /* Fills in the length and checksum of a packet given as pieces. */
 void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n);
 
+/* The job tag of a job key: SipHash-2-4(key, "fastmsg job tag"). */
+uint64_t fm_wire_job_tag(const uint8_t key[16]);
+
 /* The MAC of a HELLO or HELLO_ACK (over header and payload with crc and mac 0). */
 uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
                            const struct fm_wire_hello *hello);
