@@ -61,7 +61,8 @@ static size_t craft(unsigned char *buf, uint64_t tag, uint8_t op, uint32_t seq,
     struct iovec v = {(void *)payload, plen};
     fm_wire_seal(&h, &v, plen ? 1 : 0);
     memcpy(buf, &h, sizeof(h));
-    memcpy(buf + sizeof(h), payload, plen);
+    if (plen)
+        memcpy(buf + sizeof(h), payload, plen);
     return sizeof(h) + plen;
 }
 

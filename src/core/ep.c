@@ -183,6 +183,8 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
         ep->nroutes++;
     }
     if (!route_valid(rt)) {
+        if (rt->link && rt->link->drop)
+            rt->link->drop(ep, rt);
         int rc = use_shm ? fm_shm_resolve(ep, rank, fm_addr_channel(dst), rt)
                          : fm_netlink_resolve(ep, rank, fm_addr_channel(dst), rt);
         if (rc) {
@@ -424,10 +426,18 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
         fm_netlink_adopt(ep);
     int n = ep->nactive;
     for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
-        ssize_t len = rx_take(ep, ep->active[idx], seg, nseg, src);
+        struct fm_rx *rx = ep->active[idx];
+        ssize_t len = rx_take(ep, rx, seg, nseg, src);
         if (len >= 0) {
             ep->next = idx + 1 == n ? 0 : idx + 1;
             return len;
+        }
+        /* A network flow that ended and is read to its end goes away. */
+        if (fm_unlikely(rx->net && rx->net->ended) && fm_netlink_retire(ep, rx)) {
+            ep->active[idx] = ep->active[--ep->nactive];
+            n--;
+            ep->next = 0;
+            break; /* the order changed: the next call looks again */
         }
     }
     return -1;

@@ -26,6 +26,9 @@ struct fm_link {
     void (*commit)(struct fm_ep *ep, struct fm_route *rt, size_t len);
     /* Largest message one send puts in a ring. */
     size_t (*max_msg)(const struct fm_ep *ep);
+    /* The route is about to be resolved again or freed: let go of what it
+     * holds. NULL when a route holds nothing. */
+    void (*drop)(struct fm_ep *ep, struct fm_route *rt);
 };
 
 extern const struct fm_link fm_shm_link;

@@ -80,10 +80,12 @@ struct fm_session {
     uint32_t unacked;      /* received since our last acknowledgement */
     uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
 
-    struct fm_txflow **txf;
+    struct fm_txflow **txf; /* by id; NULL once ended and acknowledged */
     uint32_t ntxf, next_txf;
-    struct fm_rxflow **rxf; /* by the sender's flow id */
+    int nending;            /* flows waiting for their FLOW_END to be acknowledged */
+    struct fm_rxflow **rxf; /* by the sender's flow id; NULL once ended */
     uint32_t rxf_cap;
+    int nstops;             /* receiving flows that must ask their sender to stop */
 };
 
 struct fm_net {
@@ -193,7 +195,8 @@ static void session_gone(struct fm_net *net, struct fm_session *s, int state)
         return;
     s->state = S_GONE;
     for (uint32_t i = 0; i < s->ntxf; i++)
-        s->txf[i]->gen++;
+        if (s->txf[i])
+            __atomic_fetch_add(&s->txf[i]->gen, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
         free(s->held[i].pkt);
         s->held[i].pkt = NULL;
@@ -225,18 +228,48 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     return net;
 }
 
+static void txflow_free(struct fm_session *s, struct fm_txflow *f)
+{
+    s->txf[f->id] = NULL;
+    free(f->ring.data);
+    free(f);
+}
+
+/* The flow is over: freed now, or when the last route lets go of it; its
+ * ring (the memory that matters) goes at once. */
+static void txflow_done(struct fm_session *s, struct fm_txflow *f)
+{
+    f->done = 1;
+    if (f->refs == 0) {
+        txflow_free(s, f);
+        return;
+    }
+    free(f->ring.data);
+    f->ring.data = NULL;
+}
+
+void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f)
+{
+    (void)net;
+    if (--f->refs == 0 && f->done)
+        txflow_free(f->s, f);
+}
+
+void fm_net_rxflow_free(struct fm_rxflow *f)
+{
+    free(f->ring.data);
+    free(f);
+}
+
 static void flows_free(struct fm_session *s)
 {
-    for (uint32_t i = 0; i < s->ntxf; i++) {
-        free(s->txf[i]->ring.data);
-        free(s->txf[i]);
-    }
+    for (uint32_t i = 0; i < s->ntxf; i++)
+        if (s->txf[i])
+            txflow_free(s, s->txf[i]);
     free(s->txf);
     for (uint32_t i = 0; i < s->rxf_cap; i++)
-        if (s->rxf[i]) {
-            free(s->rxf[i]->ring.data);
-            free(s->rxf[i]);
-        }
+        if (s->rxf[i])
+            fm_net_rxflow_free(s->rxf[i]);
     free(s->rxf);
 }
 
@@ -280,7 +313,8 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
         return FM_EPEERLOST;
     for (uint32_t i = 0; i < s->ntxf; i++) {
         struct fm_txflow *f = s->txf[i];
-        if (f->src_channel == src_channel && f->dst_channel == dst_channel) {
+        if (f && !f->ending && f->src_channel == src_channel && f->dst_channel == dst_channel) {
+            f->refs++;
             *out = f;
             return 0;
         }
@@ -308,6 +342,7 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
     f->src_channel = src_channel;
     f->dst_channel = dst_channel;
     f->gen = 1;
+    f->refs = 1;
     s->txf[s->ntxf++] = f;
     mark_pending(net, s);
     *out = f;
@@ -342,6 +377,13 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             s->tx[q % FM_NET_TXWIN].op = 0;
         s->snd_una = ack;
         mark_pending(net, s); /* the window moved: more may go */
+        for (uint32_t i = 0; s->nending && i < s->ntxf; i++) {
+            struct fm_txflow *f = s->txf[i];
+            if (f && f->end_sent && !f->done && fm_seq_lt(f->end_seq, ack)) {
+                txflow_done(s, f);
+                s->nending--;
+            }
+        }
     }
     if (!a)
         return;
@@ -375,7 +417,7 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
 static void on_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (c[i].flow >= s->ntxf)
+        if (c[i].flow >= s->ntxf || !s->txf[c[i].flow])
             continue;
         struct fm_txflow *f = s->txf[c[i].flow];
         /* Never beyond what was sent, never backwards. */
@@ -485,6 +527,24 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
             return FM_DROP_FLOW;
         return rx_data(net, s->rxf[d.flow], d.pos, pl + sizeof(d), h->len - sizeof(d));
     }
+    case FM_OP_FLOW_END: {
+        struct fm_wire_flow_end e;
+        memcpy(&e, pl, sizeof(e));
+        if (e.flow >= s->rxf_cap || !s->rxf[e.flow])
+            return FM_DROP_FLOW;
+        struct fm_rxflow *f = s->rxf[e.flow];
+        s->rxf[e.flow] = NULL; /* the core owns it from here */
+        f->ended = 1;
+        net->p.up.flow_end(net->p.up.core, f);
+        return FM_DROP_NONE;
+    }
+    case FM_OP_FLOW_STOP: {
+        struct fm_wire_flow_end e;
+        memcpy(&e, pl, sizeof(e));
+        if (e.flow < s->ntxf && s->txf[e.flow])
+            fm_net_flow_end(net, s->txf[e.flow]);
+        return FM_DROP_NONE;
+    }
     default: /* FM_OP_BYE: everything before it is delivered */
         s->bye_received = 1;
         s->ack_now = 1; /* the leaving process waits for this acknowledgement */
@@ -550,6 +610,8 @@ static size_t payload_size(uint8_t op)
     case FM_OP_FLOW: return sizeof(struct fm_wire_flow);
     case FM_OP_DATA: return sizeof(struct fm_wire_data);
     case FM_OP_ACK: return sizeof(struct fm_wire_ack);
+    case FM_OP_FLOW_END:
+    case FM_OP_FLOW_STOP: return sizeof(struct fm_wire_flow_end);
     default: return 0;
     }
 }
@@ -659,8 +721,12 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
         return FM_DROP_NONE;
     case FM_OP_DATA:
     case FM_OP_FLOW:
+    case FM_OP_FLOW_END:
+    case FM_OP_FLOW_STOP:
     case FM_OP_BYE:
         if ((h.op == FM_OP_FLOW && h.len != sizeof(struct fm_wire_flow)) ||
+            ((h.op == FM_OP_FLOW_END || h.op == FM_OP_FLOW_STOP) &&
+             h.len != sizeof(struct fm_wire_flow_end)) ||
             (h.op == FM_OP_BYE && h.len != 0)) {
             why = FM_DROP_OPCODE;
             goto drop;
@@ -728,6 +794,9 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
                                             .dst_channel = f->dst_channel,
                                             .ring_size = (uint32_t)f->ring.size};
         p->sub_len = sizeof(p->sub.flow);
+    } else if (e->op == FM_OP_FLOW_END || e->op == FM_OP_FLOW_STOP) {
+        p->sub.end = (struct fm_wire_flow_end){.flow = e->flow};
+        p->sub_len = sizeof(p->sub.end);
     } else if (e->op == FM_OP_DATA) {
         struct fm_txflow *f = s->txf[e->flow];
         p->sub.data = (struct fm_wire_data){.flow = f->id, .pos = e->pos};
@@ -848,6 +917,8 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     /* New flows and new data, round-robin over the flows. */
     for (uint32_t k = 0; k < s->ntxf && n < max && window_open(s); k++) {
         struct fm_txflow *f = s->txf[(s->next_txf + k) % s->ntxf];
+        if (!f || f->end_sent || f->done)
+            continue;
         if (!f->announced) {
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
             build_sequenced(net, s, q, &pkts[n++]);
@@ -858,7 +929,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
             uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
-            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt &&
+            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt && !f->ending &&
                 __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
                          &s->gathering);
@@ -868,12 +939,29 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
             build_sequenced(net, s, q, &pkts[n++]);
             f->sent += len;
         }
+        if (f->ending && f->complete == f->sent && n < max && window_open(s)) {
+            f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
+            build_sequenced(net, s, f->end_seq, &pkts[n++]);
+            f->end_sent = 1;
+        }
+    }
+    /* Receiving flows whose endpoint closed ask their sender to stop. */
+    for (uint32_t i = 0; s->nstops && i < s->rxf_cap && n < max && window_open(s); i++) {
+        struct fm_rxflow *f = s->rxf[i];
+        if (f && f->orphan && !f->ended && f->stop_due) {
+            uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
+            build_sequenced(net, s, q, &pkts[n++]);
+            f->stop_due = 0;
+            s->nstops--;
+        }
     }
     if (s->ntxf)
         s->next_txf = (s->next_txf + 1) % s->ntxf;
     if (s->bye_due && !s->bye_sent && n < max && window_open(s)) {
         int all_sent = 1;
         for (uint32_t i = 0; i < s->ntxf; i++) {
+            if (!s->txf[i])
+                continue;
             scan_complete(s->txf[i], s->txf[i]->ring.size);
             all_sent &= s->txf[i]->complete == s->txf[i]->sent;
         }
@@ -1012,10 +1100,29 @@ void fm_net_released(struct fm_net *net, struct fm_rxflow *f)
     mark_pending(net, f->s);
 }
 
+void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
+{
+    struct fm_session *s = f->s;
+    if (f->ending)
+        return;
+    f->ending = 1;
+    __atomic_fetch_add(&f->gen, 1, __ATOMIC_RELEASE); /* routes to it resolve a new flow */
+    if (!f->announced && f->ctl.tail == 0) {
+        txflow_done(s, f); /* nothing written: the peer never hears of it */
+        return;
+    }
+    s->nending++;
+    mark_pending(net, s);
+}
+
 void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
 {
     f->orphan = 1;
     f->owner = NULL;
+    if (!f->stop_due && f->s->state == S_UP) {
+        f->stop_due = 1;
+        f->s->nstops++;
+    }
     /* Whatever was in the ring is released with it. */
     __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
     fm_net_released(net, f);
@@ -1031,6 +1138,8 @@ uint64_t fm_net_unacked(const struct fm_net *net)
         n += s->snd_nxt - s->snd_una;
         for (uint32_t k = 0; k < s->ntxf; k++) {
             struct fm_txflow *f = s->txf[k];
+            if (!f)
+                continue;
             scan_complete(f, f->ring.size);
             n += f->complete - f->sent;
         }

@@ -52,6 +52,11 @@ struct fm_txflow {
     uint64_t t_write;        /* when the sending endpoint last wrote (atomic) */
     uint8_t burst;           /* that write came soon after the one before (atomic) */
     uint8_t announced;       /* its FLOW packet has a sequence number */
+    uint8_t ending;          /* its endpoint closed or the receiver stopped it */
+    uint8_t end_sent;        /* FLOW_END has a sequence number: end_seq */
+    uint8_t done;            /* ended and acknowledged: freed when refs drops to 0 */
+    uint32_t end_seq;
+    int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */
 };
 
 /* The sending endpoint wrote a message into f's mirror at time now: small
@@ -78,8 +83,11 @@ struct fm_rxflow {
     uint64_t rec_end;        /* where it ends, */
     uint64_t rec_hdr;        /* and its header, stored when complete */
     uint64_t credited;       /* head last sent back as credit */
-    void *owner;             /* the core's receive state for it (fm_rx) */
+    void *owner;             /* the core's receiving endpoint, or NULL */
     uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */
+    uint8_t ended;           /* FLOW_END came: all its data is in the ring, and the core
+                                owns the flow (fm_net_rxflow_free) */
+    uint8_t stop_due;        /* orphaned: a FLOW_STOP must tell the sender */
 };
 
 /* One packet for the link to send: header, opcode payload, and for DATA
@@ -89,6 +97,7 @@ struct fm_pkt_out {
     union {
         struct fm_wire_hello hello;
         struct fm_wire_flow flow;
+        struct fm_wire_flow_end end;
         struct fm_wire_data data;
         struct {
             struct fm_wire_ack ack;
@@ -109,6 +118,8 @@ struct fm_net_upcalls {
     void (*flow_new)(void *core, struct fm_rxflow *f, int src_rank);
     /* Records were published in f's ring. */
     void (*delivered)(void *core, struct fm_rxflow *f);
+    /* f's sender ended it: nothing more comes, and f is the core's to free. */
+    void (*flow_end)(void *core, struct fm_rxflow *f);
     /* The peer left (FM_PEER_FINALIZED) or stopped answering (FM_PEER_FAILED). */
     void (*peer_gone)(void *core, int rank, int state);
     /* The address of a rank; 0 or a negative FM_E* code. */
@@ -143,12 +154,16 @@ uint64_t fm_net_job_tag(const struct fm_net *net);
 
 /*
  * The flow from local endpoint channel src_channel to (rank, dst_channel),
- * created on first use with its mirror ring ready for records. The session
- * is set up in the background: data written before then waits in the ring.
- * FM_EPEERLOST if the peer is gone, FM_EUNREACH if it has no address.
+ * created on first use with its mirror ring ready for records, with a
+ * reference for the caller's route (fm_net_flow_put gives it back). The
+ * session is set up in the background: data written before then waits in
+ * the ring. FM_EPEERLOST if the peer is gone, FM_EUNREACH if it has no
+ * address.
  */
 int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
                 struct fm_txflow **out);
+/* A route lets go of f; the flow is freed once it also ended. */
+void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f);
 
 /* Handles one received datagram; returns the drop reason or FM_DROP_NONE. */
 enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
@@ -176,10 +191,18 @@ int fm_net_want_output(const struct fm_net *net);
 /* When the engine next needs to run (a timer), or UINT64_MAX. */
 uint64_t fm_net_deadline(const struct fm_net *net);
 
+/* The sending endpoint of f closed: f ends after its data, and the engine
+ * frees it once that is acknowledged. f must not be used after this. */
+void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f);
+
+/* Frees a flow the engine handed over with flow_end. */
+void fm_net_rxflow_free(struct fm_rxflow *f);
+
 /* The receiving endpoint released bytes of f's ring: credit is due. */
 void fm_net_released(struct fm_net *net, struct fm_rxflow *f);
 
-/* The receiving endpoint of f closed: discard what comes for it. */
+/* The receiving endpoint of f closed: discard what comes for it, and ask
+ * the sender to end the flow. */
 void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f);
 
 /* Bytes sent but not yet acknowledged, over all sessions. */

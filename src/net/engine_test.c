@@ -50,6 +50,11 @@ static void up_delivered(void *core, struct fm_rxflow *f)
     (void)core;
     (void)f;
 }
+static void up_flow_end(void *core, struct fm_rxflow *f)
+{
+    (void)core;
+    fm_net_rxflow_free(f);
+}
 static void up_gone(void *core, int rank, int state)
 {
     struct side *sd = core;
@@ -71,7 +76,7 @@ static struct fm_net *make(int rank, uint8_t keybyte)
         .ring_size = RING, .payload = 1400, .timeout_ns = 2000000000ull,
         .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
         .up = {.core = &sides[rank], .flow_new = up_flow_new, .delivered = up_delivered,
-               .peer_gone = up_gone, .address_of = up_addr},
+               .flow_end = up_flow_end, .peer_gone = up_gone, .address_of = up_addr},
     };
     memset(p.key, keybyte, sizeof(p.key));
     return fm_net_new(&p);

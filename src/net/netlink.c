@@ -156,6 +156,19 @@ static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
              f->dst_channel);
 }
 
+static void up_flow_end(void *core, struct fm_rxflow *f)
+{
+    fm_ctx *ctx = core;
+    if (f->orphan) {
+        fm_net_rxflow_free(f); /* nobody reads it */
+        return;
+    }
+    /* Read to its end by its endpoint (or the one that adopts it from the
+     * parked list), then freed there. */
+    if (f->owner)
+        wake(ctx, f->owner);
+}
+
 static void up_delivered(void *core, struct fm_rxflow *f)
 {
     if (f->owner)
@@ -216,9 +229,56 @@ void fm_netlink_ep_closed(fm_ep *ep)
 {
     struct fm_netlink *nl = ep->ctx->net;
     pthread_mutex_lock(&nl->lock);
-    for (int i = 0; i < ep->nnet_rx; i++)
-        fm_net_orphan(nl->engine, ep->net_rx[i]->net);
+    /* Flows it received: the senders are told to stop; ended ones are ours. */
+    for (int i = 0; i < ep->nnet_rx; i++) {
+        struct fm_rxflow *f = ep->net_rx[i]->net;
+        if (f->ended)
+            fm_net_rxflow_free(f);
+        else
+            fm_net_orphan(nl->engine, f);
+    }
+    /* Flows it sent on end after their data; its routes let go of them. */
+    for (size_t i = 0; i < ep->routes_cap; i++) {
+        struct fm_route *rt = ep->routes[i];
+        if (!rt || rt->link != &fm_net_link || !rt->flow)
+            continue;
+        fm_net_flow_end(nl->engine, rt->flow);
+        fm_net_flow_put(nl->engine, rt->flow);
+        rt->flow = NULL;
+        rt->gen_word = NULL;
+    }
     pthread_mutex_unlock(&nl->lock);
+}
+
+static void net_drop(fm_ep *ep, struct fm_route *rt)
+{
+    struct fm_netlink *nl = ep->ctx->net;
+    if (!rt->flow)
+        return;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_flow_put(nl->engine, rt->flow);
+    pthread_mutex_unlock(&nl->lock);
+    rt->flow = NULL;
+    rt->gen_word = NULL;
+}
+
+int fm_netlink_retire(fm_ep *ep, struct fm_rx *rx)
+{
+    struct fm_rxflow *f = rx->net;
+    if (!f->ended || fm_ring_peek(&rx->ring, rx->rd) || rx->nheld)
+        return 0;
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    for (int i = 0; i < ep->nnet_rx; i++)
+        if (ep->net_rx[i] == rx) {
+            ep->net_rx[i] = ep->net_rx[--ep->nnet_rx];
+            ep->net_adopted--;
+            break;
+        }
+    pthread_mutex_unlock(&nl->lock);
+    fm_net_rxflow_free(f);
+    free(rx);
+    return 1;
 }
 
 void fm_netlink_adopt(fm_ep *ep)
@@ -300,6 +360,7 @@ const struct fm_link fm_net_link = {
     .grant = net_grant,
     .commit = net_commit,
     .max_msg = net_max_msg,
+    .drop = net_drop,
 };
 
 int fm_netlink_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
@@ -406,7 +467,8 @@ int fm_netlink_start(fm_ctx *ctx, char *err, size_t errlen)
         .rto_max_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u / 4,
         .ack_delay_ns = (uint64_t)ctx->cfg.net_ack_delay_us * 1000u,
         .up = {.core = ctx, .flow_new = up_flow_new, .delivered = up_delivered,
-               .peer_gone = up_peer_gone, .address_of = up_address_of},
+               .flow_end = up_flow_end, .peer_gone = up_peer_gone,
+               .address_of = up_address_of},
     };
     if (ctx->boot.ops->get(&ctx->boot, 0, "key", hex, sizeof(hex)) != 0 || strlen(hex) != 32) {
         snprintf(err, errlen, "net: rank 0 published no job key");
@@ -509,6 +571,10 @@ void fm_netlink_finalize(fm_ctx *ctx)
         close(nl->stop_fd);
     epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, nl->udp.fd, NULL);
     fm_udp_close(&nl->udp);
+    /* Parked flows that ended are ours; the others the engine frees. */
+    for (int i = 0; i < nl->nparked; i++)
+        if (nl->parked[i]->ended)
+            fm_net_rxflow_free(nl->parked[i]);
     fm_net_free(nl->engine);
     free(nl->parked);
     pthread_mutex_destroy(&nl->lock);

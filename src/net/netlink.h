@@ -47,6 +47,9 @@ void fm_netlink_ep_opened(fm_ep *ep);
 void fm_netlink_ep_closed(fm_ep *ep);
 /* Takes network rings that arrived since the last call into ep's polling. */
 void fm_netlink_adopt(fm_ep *ep);
+/* Frees rx if its flow ended and everything in it was read and released;
+ * returns 1 then (the caller drops it from its polling). */
+int fm_netlink_retire(fm_ep *ep, struct fm_rx *rx);
 
 /* Engine counters and drops by reason, for FM_STATS and the tests. */
 void fm_netlink_counters(fm_ctx *ctx, uint64_t nc[FM_NC_COUNT], uint64_t drops[FM_DROP_COUNT]);

@@ -30,7 +30,10 @@ enum fm_wire_op {
     FM_OP_FLOW = 5,      /* opens a flow, in sequence (fm_wire_flow) */
     FM_OP_PING = 6,      /* asks for an ACK now: heartbeat of an idle session; no payload */
     FM_OP_BYE = 7,       /* the sender leaves the job (fm_finalize), in sequence; no payload */
-    FM_OP_FIRST_RESERVED = 8, /* 8..255: reserved, dropped and counted */
+    FM_OP_FLOW_END = 8,  /* the sender's flow carries no more data, in sequence (fm_wire_flow_end) */
+    FM_OP_FLOW_STOP = 9, /* the receiver closed the flow's endpoint: end it, in sequence
+                            (fm_wire_flow_end, naming the sender's flow id) */
+    FM_OP_FIRST_RESERVED = 10, /* 10..255: reserved, dropped and counted */
 };
 
 /* Header flags. */
@@ -47,7 +50,7 @@ struct fm_wire_hdr {
     uint32_t dst_rank;  /* receiver's rank; a packet for another rank is dropped */
     uint32_t src_epoch; /* sender process's random incarnation number (never 0) */
     uint32_t dst_epoch; /* receiver's, as the sender knows it; 0 only in HELLO */
-    uint32_t seq;       /* sequence number of DATA, FLOW and BYE; 0 otherwise */
+    uint32_t seq;       /* sequence number of DATA, FLOW, FLOW_END, FLOW_STOP and BYE; else 0 */
     uint32_t ack;       /* with FM_HDR_ACK_VALID: next sequence number expected from the receiver */
     uint16_t len;       /* bytes of payload after this header */
     uint8_t rail;       /* index of the sender's rail this packet left on */
@@ -85,6 +88,13 @@ struct fm_wire_flow {
     uint32_t ring_size;   /* bytes of the flow's ring, a power of two */
 };
 
+/* FLOW_END and FLOW_STOP (8 bytes). */
+struct fm_wire_flow_end {
+    uint32_t flow;     /* FLOW_END: the sender's own flow id; FLOW_STOP: the id the
+                          receiver got in that flow's FLOW */
+    uint32_t reserved; /* 0 */
+};
+
 /* A credit: the receiver has released the first `head` bytes of a flow. */
 struct fm_wire_credit {
     uint32_t flow;     /* sender's flow id */
@@ -113,6 +123,7 @@ _Static_assert(sizeof(struct fm_wire_hello) == 32, "hello is 32 bytes");
 _Static_assert(sizeof(struct fm_wire_data) == 16, "data header is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_flow) == 16, "flow is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_credit) == 16, "credit is 16 bytes");
+_Static_assert(sizeof(struct fm_wire_flow_end) == 8, "flow end is 8 bytes");
 _Static_assert(sizeof(struct fm_wire_ack) == 48, "ack is 48 bytes");
 
 /* Largest datagram: a UDP payload over IPv4. */

@@ -38,6 +38,14 @@ static void up_delivered(void *core, struct fm_rxflow *f)
         rd += FM_REC_SIZE(FM_REC_LEN(h));
     fm_ring_release(&f->ring, rd);
 }
+static void up_flow_end(void *core, struct fm_rxflow *f)
+{
+    (void)core;
+    for (int i = 0; i < nseen; i++)
+        if (seen[i] == f)
+            seen[i] = seen[--nseen];
+    fm_net_rxflow_free(f);
+}
 static void up_gone(void *core, int rank, int state)
 {
     (void)core;
@@ -59,7 +67,7 @@ static struct fm_net *make(int rank)
         .payload = 1024, .timeout_ns = 1000000000ull, .rto_min_ns = 1000000,
         .rto_max_ns = 100000000, .ack_delay_ns = 100000,
         .up = {.core = NULL, .flow_new = up_flow_new, .delivered = up_delivered,
-               .peer_gone = up_gone, .address_of = up_addr},
+               .flow_end = up_flow_end, .peer_gone = up_gone, .address_of = up_addr},
     };
     for (int i = 0; i < 16; i++)
         p.key[i] = (uint8_t)(i * 7 + 1);
