@@ -56,11 +56,13 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_ns = ctx->oversubscribed ? 0 : (uint64_t)ctx->cfg.wait_spin_us * 1000u;
     uint64_t spin_end = FM_MIN(deadline, now + spin_ns);
+    /* With a network path, polling means reading the socket too, between
+     * every few looks at the rings (a datagram waits no longer than that). */
+    int looks = ctx->net ? 2 : 32;
     while (now < spin_end) {
-        /* With a network path, polling means reading the socket too. */
         if (ctx->net)
             fm_netlink_progress(ctx, 1);
-        for (int i = 0; i < 32; i++) {
+        for (int i = 0; i < looks; i++) {
             fm_cpu_relax();
             if (fm_ep_ready(ep))
                 return 0;

@@ -99,6 +99,7 @@ struct fm_net {
     struct fm_session **gathering; /* sessions holding small messages back */
     int ngathering, gathering_cap;
     uint64_t next_timer;
+    uint64_t t_last_output; /* when fm_net_output last ran */
     uint64_t rng;
     uint64_t nc[FM_NC_COUNT];
     uint64_t drops[FM_DROP_COUNT];
@@ -692,7 +693,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
         why = s->state == S_GONE ? FM_DROP_STALE : FM_DROP_NOSESSION;
         goto drop;
     }
-    if (h.src_epoch != s->peer_epoch || h.dst_epoch != net->p.epoch) {
+    /* dst_epoch 0: sent right after the HELLO, before its answer came. */
+    if (h.src_epoch != s->peer_epoch || (h.dst_epoch != net->p.epoch && h.dst_epoch != 0)) {
         why = FM_DROP_STALE;
         goto drop;
     }
@@ -890,16 +892,17 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         s->hello_backoff = HELLO_RETRY_NS;
         s->t_hello = 0;
     }
-    if (s->state == S_HELLO_SENT) {
-        if (now >= s->t_hello && n < max) {
-            build_hello(net, s, &pkts[n++], 0);
-            s->t_hello = now + s->hello_backoff;
-            s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
-        }
-        return n;
+    if (s->state == S_HELLO_SENT && now >= s->t_hello && n < max) {
+        build_hello(net, s, &pkts[n++], 0);
+        s->t_hello = now + s->hello_backoff;
+        s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
     }
-    if (s->state != S_UP)
-        return 0;
+    /* Data follows the HELLO without waiting for its answer (it carries
+     * dst_epoch 0 until then): a message sent just before the program
+     * blocks elsewhere still leaves, and a first exchange costs no extra
+     * round trip. */
+    if (s->state != S_UP && s->state != S_HELLO_SENT)
+        return n;
     if (s->hello_ack_due && n < max) {
         build_hello(net, s, &pkts[n++], 1);
         s->hello_ack_due = 0;
@@ -974,7 +977,8 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     /* An acknowledgement of its own: for gaps, credits, or after enough. */
     if (s->t_ack_due == 1)
         s->t_ack_due = now + net->p.ack_delay_ns;
-    if (n < max && (s->ack_now || s->credit_due || (s->unacked && (flush || now >= s->t_ack_due))))
+    /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
+    if (n < max && (s->ack_now || s->credit_due || (s->unacked && now >= s->t_ack_due)))
         build_ack(net, s, &pkts[n++]);
     if (n)
         s->t_last_tx = now;
@@ -1043,6 +1047,17 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
 
 int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
 {
+    /* Back after a long time without progress (the program computed, or
+     * waited on something else): our peers' heartbeats are only now being
+     * read, and they may have been away as well. Silence while we were not
+     * listening proves nothing, so every peer gets a full timeout again. */
+    if (net->t_last_output && now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
+        for (int i = 0; i < net->nall; i++)
+            if (net->all[i]->t_last_rx)
+                net->all[i]->t_last_rx = now;
+        net->next_timer = now;
+    }
+    net->t_last_output = now;
     if (now >= net->next_timer) {
         uint64_t next = UINT64_MAX;
         for (int i = 0; i < net->nall; i++) {

@@ -49,7 +49,8 @@ struct fm_wire_hdr {
     uint32_t src_rank;  /* sender's rank */
     uint32_t dst_rank;  /* receiver's rank; a packet for another rank is dropped */
     uint32_t src_epoch; /* sender process's random incarnation number (never 0) */
-    uint32_t dst_epoch; /* receiver's, as the sender knows it; 0 only in HELLO */
+    uint32_t dst_epoch; /* receiver's, as the sender knows it: 0 in HELLO and in what
+                           follows it before the HELLO_ACK came */
     uint32_t seq;       /* sequence number of DATA, FLOW, FLOW_END, FLOW_STOP and BYE; else 0 */
     uint32_t ack;       /* with FM_HDR_ACK_VALID: next sequence number expected from the receiver */
     uint16_t len;       /* bytes of payload after this header */

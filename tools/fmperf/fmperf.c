@@ -16,16 +16,19 @@
 #include <time.h>
 #include <unistd.h>
 
-enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE };
-static const char *const test_names[] = {"latency", "bw", "msgrate", "ring", "idle"};
-static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu"};
+enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP };
+static const char *const test_names[] = {"latency", "bw",      "msgrate", "ring",
+                                         "idle",    "connect", "sweep"};
+static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu", "us", "MB/s"};
 /* Lower is better for times, higher for rates. */
-static const int lower_better[] = {1, 0, 0, 1, 1};
+static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0};
 
 struct opts {
     enum test test;
     size_t sizes[64];
     int nsizes;
+    size_t windows[16]; /* sweep */
+    int nwindows;
     long iters; /* 0: scaled by size */
     int window;
     int reps;
@@ -44,10 +47,14 @@ static void usage(FILE *f)
             "      msgrate  rank 0 only sends, rank 1 only receives (MsgRate)\n"
             "      ring     every rank sends to the next, receives from the previous\n"
             "      idle     CPU share of a rank waiting in fm_wait\n"
+            "      connect  rank 0 opens a connection per exchange: send, receive, close\n"
+            "               (fastmsg: an endpoint on a fresh channel; tcp: connect/close)\n"
+            "      sweep    bandwidth for each message length and window (iperf -l x -w)\n"
             "options:\n"
             "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
             "  --iters N      iterations per size (default: scaled by size)\n"
             "  --window W     messages in flight for bw (default 64)\n"
+            "  --windows LIST windows for sweep (default 1,4,16,64)\n"
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
             "  --peer KIND    also run over kernel sockets on loopback: tcp or udp\n"
@@ -98,6 +105,18 @@ static void default_sizes(struct opts *o)
             o->sizes[o->nsizes++] = bw[i];
         break;
     }
+    case T_CONNECT: {
+        static const size_t c[] = {128, 256, 512, 1024, 2048, 4096};
+        for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+            o->sizes[o->nsizes++] = c[i];
+        break;
+    }
+    case T_SWEEP: {
+        static const size_t l[] = {1024, 4096, 16384, 65536};
+        for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
+            o->sizes[o->nsizes++] = l[i];
+        break;
+    }
     default:
         o->sizes[o->nsizes++] = 8;
     }
@@ -111,6 +130,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"in-place", no_argument, NULL, 'p'},    {"peer", required_argument, NULL, 'P'},
         {"label", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
+        {"windows", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.window = 64, .reps = 5, .label = "fastmsg"};
@@ -128,7 +148,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             found = 1;
         }
     if (!found)
-        die_usage("unknown test (latency, bw, msgrate, ring, idle)", argv[1]);
+        die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep)", argv[1]);
     optind = 2;
     int c;
     char *end;
@@ -154,6 +174,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             if (*end || o->reps < 1 || o->reps > 64)
                 die_usage("--reps needs a number from 1 to 64", optarg);
             break;
+        case 'W':
+            o->nwindows = parse_sizes(optarg, o->windows, 16);
+            if (o->nwindows <= 0)
+                die_usage("--windows needs message counts like 1,4,16", optarg);
+            for (int i = 0; i < o->nwindows; i++)
+                if (o->windows[i] < 1 || o->windows[i] > 65536)
+                    die_usage("--windows takes counts from 1 to 65536", optarg);
+            break;
         case 'p': o->in_place = 1; break;
         case 'P':
             if (strcmp(optarg, "tcp") && strcmp(optarg, "udp"))
@@ -171,6 +199,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         die_usage("unexpected argument", argv[optind]);
     if (o->nsizes == 0)
         default_sizes(o);
+    if (o->nwindows == 0) {
+        static const size_t w[] = {1, 4, 16, 64};
+        for (int i = 0; i < 4; i++)
+            o->windows[o->nwindows++] = w[i];
+    }
 }
 
 /* Iterations for a size: the given count, or enough to take well under a
@@ -184,11 +217,13 @@ static long iters_for(const struct opts *o, size_t size)
         long n = (long)((256u << 20) / (size + 256));
         return n > 20000 ? 20000 : n < 50 ? 50 : n;
     }
-    case T_BW: {
+    case T_BW:
+    case T_SWEEP: {
         long n = (long)((1024ull << 20) / (size + 64));
         n = n > 64000 ? 64000 : n;
         return n < 10L * o->window ? 10L * o->window : n;
     }
+    case T_CONNECT: return 2000; /* TCP leaves a TIME_WAIT socket per exchange */
     case T_MSGRATE: return 1000000;
     case T_RING: return 20000;
     default: return 1;
@@ -206,7 +241,7 @@ static const char *human_size(size_t s, char *buf, size_t len)
     return buf;
 }
 
-static int has_p99(enum test t) { return t == T_LATENCY; }
+static int has_p99(enum test t) { return t == T_LATENCY || t == T_CONNECT; }
 
 static void print_header(const struct opts *o, const struct job *j)
 {
@@ -222,12 +257,17 @@ static void print_header(const struct opts *o, const struct job *j)
         "message rate, rank 0 only sends and rank 1 only receives (MsgRate)",
         "time per round of a ring exchange (send to next, receive from previous)",
         "CPU share of a rank blocked in fm_wait for a second",
+        "time per exchange with a connection per message (open, send, receive, close)",
+        "bandwidth for each message length and window of messages in flight",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
     printf("# %d ranks, %s receiver%s%s%s\n", o->test == T_RING ? j->size : 2,
            o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
            o->peer ? o->peer : "", o->peer ? " on loopback" : "");
-    printf("%10s  %14s", "size", o->label);
+    printf("%10s", "size");
+    if (o->test == T_SWEEP)
+        printf(" %7s", "window");
+    printf("  %14s", o->label);
     if (has_p99(o->test))
         printf(" %10s", "p99");
     if (o->peer) {
@@ -250,7 +290,7 @@ static void json_line(const struct opts *o, const struct job *j, const char *tra
     if (has_p99(o->test))
         printf(", \"p99\": %.4f", f.p99);
     printf(", \"iters\": %ld, \"ranks\": %d", iters, o->test == T_RING ? j->size : 2);
-    if (o->test == T_BW)
+    if (o->test == T_BW || o->test == T_SWEEP)
         printf(", \"window\": %d", o->window);
     printf(", \"recv\": \"%s\"}\n", o->in_place ? "in-place" : "copy");
 }
@@ -263,7 +303,7 @@ static void csv_line(const struct opts *o, const struct job *j, const char *tran
     if (has_p99(o->test))
         printf("%.4f", f.p99);
     printf(",%ld,%d,", iters, o->test == T_RING ? j->size : 2);
-    if (o->test == T_BW)
+    if (o->test == T_BW || o->test == T_SWEEP)
         printf("%d", o->window);
     printf(",%s\n", o->in_place ? "in-place" : "copy");
 }
@@ -282,11 +322,15 @@ static void report(const struct opts *o, const struct job *j, size_t size, struc
     }
     char sz[32], v[32];
     printf("%10s", human_size(size, sz, sizeof(sz)));
+    if (o->test == T_SWEEP)
+        printf(" %7d", o->window);
     snprintf(v, sizeof(v), "%.3f %s", fm.median, units[o->test]);
     printf("  %14s", v);
     if (has_p99(o->test))
         printf(" %7.3f us", fm.p99);
-    if (peer) {
+    if (peer && peer->median <= 0) {
+        printf("  %14s", "-"); /* the peer has no such pattern */
+    } else if (peer) {
         snprintf(v, sizeof(v), "%.3f %s", peer->median, units[o->test]);
         printf("  %14s", v);
         if (has_p99(o->test))
@@ -307,6 +351,11 @@ static struct figure run_pattern(const struct opts *o, struct xport *x, struct j
     case T_BW: return pat_bw(x, j, buf, size, iters, o->window);
     case T_MSGRATE: return pat_msgrate(x, j, buf, size, iters, o->reps);
     case T_RING: return pat_ring(x, j, buf, size, iters, o->reps);
+    case T_CONNECT:
+        if (!x->exchange)
+            return (struct figure){0, 0};
+        return pat_connect(x, j, buf, size, iters);
+    case T_SWEEP: return pat_bw(x, j, buf, size, iters, o->window);
     default: return pat_idle(j);
     }
 }
@@ -351,8 +400,11 @@ int main(int argc, char **argv)
     if (j.rank == 0)
         print_header(&o, &j);
     time_t start = time(NULL), last = start;
-    for (int i = 0; i < o.nsizes; i++) {
-        size_t size = o.sizes[i];
+    int nw = o.test == T_SWEEP ? o.nwindows : 1;
+    for (int i = 0; i < o.nsizes * nw; i++) {
+        size_t size = o.sizes[i / nw];
+        if (o.test == T_SWEEP)
+            o.window = (int)o.windows[i % nw];
         long iters = iters_for(&o, size);
         struct figure f = run_pattern(&o, fm, &j, buf, size, iters);
         struct figure p;
@@ -361,9 +413,9 @@ int main(int argc, char **argv)
         if (j.rank == 0) {
             report(&o, &j, size, f, peer ? &p : NULL, iters);
             time_t now = time(NULL);
-            if (now - last >= 2 && i + 1 < o.nsizes) {
-                fprintf(stderr, "fmperf: %s: %d of %d sizes done (%lds)\n",
-                        test_names[o.test], i + 1, o.nsizes, (long)(now - start));
+            if (now - last >= 2 && i + 1 < o.nsizes * nw) {
+                fprintf(stderr, "fmperf: %s: %d of %d done (%lds)\n", test_names[o.test],
+                        i + 1, o.nsizes * nw, (long)(now - start));
                 last = now;
             }
         }

@@ -145,6 +145,29 @@ struct figure pat_ring(struct xport *x, struct job *j, void *buf, size_t size, l
     return f;
 }
 
+struct figure pat_connect(struct xport *x, struct job *j, void *buf, size_t size, long iters)
+{
+    struct figure f = {0, 0};
+    double *s = j->rank == 0 ? malloc(sizeof(double) * (size_t)iters) : NULL;
+    long warm = warmup_of(iters);
+    job_barrier(j);
+    for (long i = -warm; i < iters; i++) {
+        if (j->rank == 0) {
+            double t0 = now_us();
+            x->exchange(x, 1, buf, size);
+            if (i >= 0)
+                s[i] = now_us() - t0;
+        } else if (j->rank == 1) {
+            x->serve(x, 0, buf, size);
+        }
+    }
+    if (j->rank == 0)
+        f = summarize(s, iters);
+    free(s);
+    job_barrier(j);
+    return f;
+}
+
 struct figure pat_idle(struct job *j)
 {
     struct figure f = {0, 0};

@@ -24,6 +24,9 @@ struct figure pat_msgrate(struct xport *x, struct job *j, void *buf, size_t size
 /* Every rank sends to the next and receives from the previous: us per round. */
 struct figure pat_ring(struct xport *x, struct job *j, void *buf, size_t size, long iters,
                        int reps);
+/* Connection per message (seed 002): rank 0 opens a connection to rank 1,
+ * sends `size` bytes, gets them back, closes; us per exchange. */
+struct figure pat_connect(struct xport *x, struct job *j, void *buf, size_t size, long iters);
 /* CPU share (percent) of rank 1 while it waits 1 s in fm_wait for nothing. */
 struct figure pat_idle(struct job *j);
 

@@ -22,6 +22,12 @@ struct xport {
     /* Receives `len` bytes sent by `from` into buf (or reads them in place). */
     int (*recv)(struct xport *x, int from, void *buf, size_t len);
     void (*close)(struct xport *x);
+    /* Connection per message (the connect test), NULL where the transport
+     * has no connections. exchange: open a connection to `to`, send len
+     * bytes, receive len back, close. serve: take one connection from
+     * `from`, receive len bytes, send them back, close. */
+    int (*exchange)(struct xport *x, int to, void *buf, size_t len);
+    int (*serve)(struct xport *x, int from, void *buf, size_t len);
 };
 
 /* The job as fmperf sees it: fastmsg context and a control endpoint used

@@ -9,7 +9,11 @@ struct fm_xport {
     struct xport x;
     struct job *job;
     fm_ep *ep;
+    fm_ep *server;      /* channel SERVER_CHANNEL: the connect test's server */
+    uint32_t next_chan; /* fresh channels for the connect test's clients */
 };
+
+#define SERVER_CHANNEL 3
 
 static void die(const char *what, long rc)
 {
@@ -194,8 +198,50 @@ static int fm_x_recv(struct xport *x, int from, void *buf, size_t len)
 static void fm_x_close(struct xport *x)
 {
     struct fm_xport *f = (struct fm_xport *)x;
+    fm_ep_close(f->server);
     fm_ep_close(f->ep);
     free(f);
+}
+
+/* A "connection" in fastmsg is a pair of endpoints: open one on a fresh
+ * channel, talk, close it (which ends its flows). */
+static int fm_x_exchange(struct xport *x, int to, void *buf, size_t len)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    fm_ep *ep;
+    int rc = fm_ep_open(f->job->ctx, f->next_chan++, &ep);
+    if (rc)
+        die("fm_ep_open", rc);
+    send_bytes(ep, fm_addr_of(f->job->ctx, to, SERVER_CHANNEL), buf, len);
+    recv_bytes(ep, buf, len);
+    fm_ep_close(ep);
+    return 0;
+}
+
+static int fm_x_serve(struct xport *x, int from, void *buf, size_t len)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    size_t got = 0;
+    fm_addr src = FM_ADDR_NONE;
+    (void)from;
+    do {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        ssize_t n = fm_recv(f->server, seg, &nseg, &src);
+        if (n == FM_EAGAIN) {
+            fm_wait(f->server, -1);
+            continue;
+        }
+        if (n < 0)
+            die("fm_recv", n);
+        for (int i = 0; i < nseg; i++) {
+            memcpy((char *)buf + got, seg[i].iov_base, seg[i].iov_len);
+            got += seg[i].iov_len;
+        }
+        fm_recv_done(f->server);
+    } while (got < len);
+    send_bytes(f->server, src, buf, len);
+    return 0;
 }
 
 struct xport *xport_fm_open(struct job *j, int in_place)
@@ -204,10 +250,14 @@ struct xport *xport_fm_open(struct job *j, int in_place)
     if (!f)
         die("calloc", FM_ENOMEM);
     int rc = fm_ep_open(j->ctx, 0, &f->ep);
+    if (!rc)
+        rc = fm_ep_open(j->ctx, SERVER_CHANNEL, &f->server);
     if (rc)
         die("fm_ep_open", rc);
     f->job = j;
+    f->next_chan = 1u << 20;
     f->x = (struct xport){.name = "fastmsg", .in_place = in_place, .send = fm_x_send,
-                          .recv = fm_x_recv, .close = fm_x_close};
+                          .recv = fm_x_recv, .close = fm_x_close, .exchange = fm_x_exchange,
+                          .serve = fm_x_serve};
     return &f->x;
 }

@@ -1,5 +1,6 @@
 /*
- * Kernel sockets on loopback as the baseline transport: TCP (a stream per
+ * Kernel sockets as the baseline transport, on loopback between ranks of one
+ * network namespace and over the data network otherwise: TCP (a stream per
  * pair of ranks, TCP_NODELAY) and UDP (datagrams of at most 64000 bytes,
  * with a credit per window because UDP has no flow control of its own).
  * Busy-polled with non-blocking calls when every rank has a core, blocking
@@ -8,6 +9,8 @@
 #include "xport.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define UDP_CHUNK 64000
@@ -32,6 +36,9 @@ struct sock_xport {
     uint64_t *sent, *acked;     /* UDP, per destination: bytes sent / credited */
     uint64_t *recvd, *credited; /* UDP, per source */
     int size;
+    int listen_fd;          /* TCP connect test: rank 1's listening socket */
+    uint32_t server_ip;     /* rank 0: where it is */
+    uint16_t server_port;
 };
 
 static void die_errno(const char *what)
@@ -135,6 +142,8 @@ static int sock_recv(struct xport *x, int from, void *buf, size_t len)
 static void sock_close(struct xport *x)
 {
     struct sock_xport *s = (struct sock_xport *)x;
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
     for (int i = 0; i < s->size; i++) {
         if (s->sfd[i] >= 0)
             close(s->sfd[i]);
@@ -155,11 +164,12 @@ static void sock_close(struct xport *x)
     free(s);
 }
 
-/* A socket bound to 127.0.0.1 on a free port; returns it and the port. */
+/* A socket bound to every local address on a free port; returns it and
+ * the port. */
 static int bound_socket(int type, uint16_t *port)
 {
     int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t alen = sizeof(a);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
         getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
@@ -175,12 +185,63 @@ static int bound_socket(int type, uint16_t *port)
     return fd;
 }
 
-static void connect_to(int fd, uint16_t port)
+static void connect_to(int fd, uint32_t ip, uint16_t port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = ip};
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
         die_errno("connect");
+}
+
+/* How a peer reaches this rank: loopback from the same network namespace,
+ * otherwise the address of the data network (FM_RAILS's, or the first
+ * interface that is up and not loopback). */
+struct where {
+    uint64_t netns;
+    uint32_t ip;
+};
+
+static struct where here(void)
+{
+    struct where w = {0, htonl(INADDR_LOOPBACK)};
+    struct stat st;
+    if (stat("/proc/self/ns/net", &st) == 0)
+        w.netns = (uint64_t)st.st_ino;
+    const char *rails = getenv("FM_RAILS");
+    uint32_t net = 0, mask = 0;
+    char buf[64];
+    if (rails && strchr(rails, '/')) {
+        snprintf(buf, sizeof(buf), "%s", rails);
+        char *slash = strchr(buf, '/');
+        *slash = '\0';
+        struct in_addr a;
+        int bits = atoi(slash + 1);
+        if (inet_pton(AF_INET, buf, &a) == 1 && bits > 0 && bits <= 32) {
+            mask = htonl(~0u << (32 - bits));
+            net = a.s_addr & mask;
+        }
+    }
+    struct ifaddrs *all;
+    if (getifaddrs(&all) < 0)
+        return w;
+    for (struct ifaddrs *it = all; it; it = it->ifa_next) {
+        if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET || !(it->ifa_flags & IFF_UP) ||
+            (it->ifa_flags & IFF_LOOPBACK))
+            continue;
+        uint32_t a = ((struct sockaddr_in *)it->ifa_addr)->sin_addr.s_addr;
+        if (mask && (a & mask) != net)
+            continue;
+        w.ip = a;
+        break;
+    }
+    freeifaddrs(all);
+    return w;
+}
+
+/* The address to reach a peer that sent its `where`. */
+static uint32_t reach(const struct where *peer)
+{
+    struct where me = here();
+    return me.netns == peer->netns ? htonl(INADDR_LOOPBACK) : peer->ip;
 }
 
 static void tune(struct sock_xport *s, int fd)
@@ -192,6 +253,12 @@ static void tune(struct sock_xport *s, int fd)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
+/* What a receiving rank tells its sender: where it is and its ports. */
+struct card {
+    struct where where;
+    uint16_t ports[2];
+};
+
 /*
  * Connects rank `me` to `peer`: `me` listens (TCP) or binds (UDP) and tells
  * `peer` its ports over the control endpoint, `peer` connects. Used once
@@ -201,18 +268,18 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
 {
     int me = j->rank;
     if (me == receiver) {
-        uint16_t ports[2];
-        int lfd = bound_socket(s->udp ? SOCK_DGRAM : SOCK_STREAM, &ports[0]);
+        struct card c = {.where = here()};
+        int lfd = bound_socket(s->udp ? SOCK_DGRAM : SOCK_STREAM, &c.ports[0]);
         int cfd = -1;
         if (s->udp)
-            cfd = bound_socket(SOCK_DGRAM, &ports[1]); /* where we send credits from */
+            cfd = bound_socket(SOCK_DGRAM, &c.ports[1]); /* where we send credits from */
         else if (listen(lfd, 4) < 0)
             die_errno("listen");
-        job_ctl_send(j, sender, ports, sizeof(ports));
-        uint16_t their_credit;
+        job_ctl_send(j, sender, &c, sizeof(c));
+        struct card theirs;
         if (s->udp) {
-            job_ctl_recv(j, sender, &their_credit, sizeof(their_credit));
-            connect_to(cfd, their_credit);
+            job_ctl_recv(j, sender, &theirs, sizeof(theirs));
+            connect_to(cfd, reach(&theirs.where), theirs.ports[0]);
             s->credit_to[sender] = cfd;
             s->rfd[sender] = lfd;
         } else {
@@ -224,11 +291,11 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
         }
         tune(s, s->rfd[sender]);
     } else if (me == sender) {
-        uint16_t ports[2];
-        job_ctl_recv(j, receiver, ports, sizeof(ports));
+        struct card theirs;
+        job_ctl_recv(j, receiver, &theirs, sizeof(theirs));
         uint16_t mine;
         int fd = s->udp ? bound_socket(SOCK_DGRAM, &mine) : socket(AF_INET, SOCK_STREAM, 0);
-        connect_to(fd, ports[0]);
+        connect_to(fd, reach(&theirs.where), theirs.ports[0]);
         tune(s, fd);
         s->sfd[receiver] = fd;
         if (s->udp) {
@@ -239,10 +306,47 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
             struct sockaddr_in a;
             socklen_t alen = sizeof(a);
             getsockname(s->credit_fd, (struct sockaddr *)&a, &alen);
-            uint16_t cport = ntohs(a.sin_port);
-            job_ctl_send(j, receiver, &cport, sizeof(cport));
+            struct card c = {.where = here(), .ports = {ntohs(a.sin_port), 0}};
+            job_ctl_send(j, receiver, &c, sizeof(c));
         }
     }
+}
+
+/* TCP's connect/send/recv/close loop of seed 002 (blocking calls: the
+ * handshake is what is measured). */
+static int tcp_exchange(struct xport *x, int to, void *buf, size_t len)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    (void)to;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    connect_to(fd, s->server_ip, s->server_port);
+    int busy = s->busy;
+    s->busy = 0;
+    write_all(s, fd, buf, len);
+    for (size_t got = 0; got < len;)
+        got += read_some(s, fd, (char *)buf + got, len - got);
+    s->busy = busy;
+    close(fd);
+    return 0;
+}
+
+static int tcp_serve(struct xport *x, int from, void *buf, size_t len)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    (void)from;
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+    if (fd < 0)
+        die_errno("accept");
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int busy = s->busy;
+    s->busy = 0;
+    for (size_t got = 0; got < len;)
+        got += read_some(s, fd, (char *)buf + got, len - got);
+    write_all(s, fd, buf, len);
+    s->busy = busy;
+    close(fd);
+    return 0;
 }
 
 struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int busy_poll,
@@ -282,9 +386,27 @@ struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int bus
         else if (j->rank == 1)
             s->sfd[0] = s->rfd[0];
     }
+    /* The connect test's server: rank 1 listens, rank 0 learns where. */
+    s->listen_fd = -1;
+    if (!s->udp && !ring) {
+        if (j->rank == 1) {
+            struct card c = {.where = here()};
+            s->listen_fd = bound_socket(SOCK_STREAM, &c.ports[0]);
+            if (listen(s->listen_fd, 64) < 0)
+                die_errno("listen");
+            job_ctl_send(j, 0, &c, sizeof(c));
+        } else if (j->rank == 0) {
+            struct card c;
+            job_ctl_recv(j, 1, &c, sizeof(c));
+            s->server_ip = reach(&c.where);
+            s->server_port = c.ports[0];
+        }
+    }
     job_barrier(j);
     /* In-place reading makes no difference to sockets: the kernel copies. */
     s->x = (struct xport){.name = s->udp ? "udp" : "tcp", .in_place = in_place,
-                          .send = sock_send, .recv = sock_recv, .close = sock_close};
+                          .send = sock_send, .recv = sock_recv, .close = sock_close,
+                          .exchange = s->udp ? NULL : tcp_exchange,
+                          .serve = s->udp ? NULL : tcp_serve};
     return &s->x;
 }
