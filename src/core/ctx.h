@@ -55,6 +55,7 @@ struct fm_ctx {
     int my_proc;
     struct fm_seg_hdr *seg; /* own segment */
     fm_ep *eps[FM_EP_MAX_LIMIT];
+    uint8_t area_ready[FM_EP_MAX_LIMIT]; /* slot's ring controls committed and zero */
     pthread_mutex_t lock; /* slow paths only: endpoints, liveness, doorbells */
     int epfd;             /* pidfds of the local peers */
     int *lost;            /* failed ranks in the order they were found: [size] */
@@ -140,9 +141,9 @@ struct fm_ep {
     int nwant, want_cap;
     int want_open;             /* a send waits for an endpoint not yet open */
 
-    /* wait */
-    int epfd;    /* doorbell and ctx->epfd */
-    int bell_rd; /* doorbell pipe */
+    /* wait: made at the first sleep in fm_wait */
+    int epfd;    /* doorbell and ctx->epfd, or -1 */
+    int bell_rd; /* doorbell pipe, or -1 */
     int bell_wr;
 };
 

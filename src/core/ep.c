@@ -71,22 +71,14 @@ int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
     ep->active = calloc(rings, sizeof(*ep->active));
     ep->active_cap = (int)rings;
     ep->held = calloc(ep->held_cap, sizeof(*ep->held));
-    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!ep->rx || !ep->active || !ep->held || ep->epfd < 0) {
+    ep->epfd = -1;
+    if (!ep->rx || !ep->active || !ep->held) {
         rc = FM_ENOMEM;
         goto err_free;
     }
     rc = fm_shm_ep_open(ep);
     if (rc)
         goto err_free;
-    struct epoll_event bell = {.events = EPOLLIN, .data.u32 = 0};
-    struct epoll_event peers = {.events = EPOLLIN, .data.u32 = 1};
-    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->bell_rd, &bell) < 0 ||
-        epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ctx->epfd, &peers) < 0) {
-        fm_shm_ep_close(ep);
-        rc = FM_ESYS;
-        goto err_free;
-    }
     ctx->eps[slot] = ep;
     *out = ep;
     pthread_mutex_unlock(&ctx->lock);
@@ -158,6 +150,42 @@ static int route_valid(const struct fm_route *rt)
     return rt->gen_word && __atomic_load_n(rt->gen_word, __ATOMIC_ACQUIRE) == rt->gen;
 }
 
+/* Routes at which the table is swept of stale ones before it grows (a
+ * server that answers thousands of short-lived endpoints would otherwise
+ * keep a route, and its ended flow, for each). */
+#define ROUTES_SWEEP 1024
+
+static void routes_sweep(fm_ep *ep)
+{
+    size_t cap = ep->routes_cap;
+    struct fm_route **old = ep->routes;
+    ep->routes = calloc(cap, sizeof(*ep->routes));
+    if (!ep->routes) {
+        ep->routes = old;
+        return;
+    }
+    ep->nroutes = 0;
+    for (size_t i = 0; i < cap; i++) {
+        struct fm_route *rt = old[i];
+        if (!rt)
+            continue;
+        if (route_valid(rt) || rt == ep->grant) {
+            *route_slot(ep, rt->dst) = rt;
+            ep->nroutes++;
+            continue;
+        }
+        if (rt->link && rt->link->drop)
+            rt->link->drop(ep, rt);
+        for (int w = 0; w < ep->nwant; w++)
+            if (ep->want_space[w].rt == rt)
+                ep->want_space[w] = ep->want_space[--ep->nwant];
+        if (ep->last == rt)
+            ep->last = NULL;
+        free(rt);
+    }
+    free(old);
+}
+
 /* The route to dst, resolved (again) if the receiving endpoint changed. */
 static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
 {
@@ -170,6 +198,8 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
     int use_shm = ctx->peers[rank].proc >= 0 && (ctx->cfg.transports & FM_TRANSPORT_SHM);
     if (!use_shm && !ctx->net)
         return FM_EUNREACH;
+    if (ep->nroutes >= ROUTES_SWEEP && ep->nroutes * 2 >= ep->routes_cap)
+        routes_sweep(ep);
     if (ep->nroutes * 2 >= ep->routes_cap && routes_grow(ep))
         return FM_ENOMEM;
     struct fm_route **slot = route_slot(ep, dst);

@@ -16,9 +16,11 @@
 #include "ctx.h"
 
 #include "net/netlink.h"
+#include "log.h"
 #include "shm/shm.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -45,11 +47,33 @@ static void drain_bell(fm_ep *ep)
         ;
 }
 
+/* What an endpoint sleeps on, made at its first sleep: endpoints that
+ * never sleep (most short-lived ones) cost no descriptors. */
+static int make_bell(fm_ep *ep)
+{
+    int rc = fm_shm_ep_bell(ep);
+    if (rc)
+        return rc;
+    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event bell = {.events = EPOLLIN, .data.u32 = 0};
+    struct epoll_event peers = {.events = EPOLLIN, .data.u32 = 1};
+    if (ep->epfd < 0 || epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->bell_rd, &bell) < 0 ||
+        epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->ctx->epfd, &peers) < 0) {
+        fm_error("core", "cannot set up an endpoint's wait: %s", strerror(errno));
+        if (ep->epfd >= 0)
+            close(ep->epfd);
+        ep->epfd = -1;
+        return FM_ESYS;
+    }
+    return 0;
+}
+
 int fm_wait(fm_ep *ep, int timeout_ms)
 {
     if (!ep || timeout_ms < -1)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
+    int rc;
     if (fm_ep_ready(ep))
         return 0;
     uint64_t now = fm_now_ns();
@@ -79,6 +103,8 @@ int fm_wait(fm_ep *ep, int timeout_ms)
             now = fm_now_ns();
         }
     }
+    if (ep->epfd < 0 && (rc = make_bell(ep)) != 0)
+        return rc;
     for (;;) {
         if (ctx->net)
             fm_netlink_progress(ctx, 1);

@@ -80,9 +80,13 @@ struct fm_session {
     uint32_t unacked;      /* received since our last acknowledgement */
     uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
 
-    struct fm_txflow **txf; /* by id; NULL once ended and acknowledged */
-    uint32_t ntxf, next_txf;
-    int nending;            /* flows waiting for their FLOW_END to be acknowledged */
+    struct fm_txflow **txf; /* by id (ids are reused once a flow is freed) */
+    uint32_t txf_cap;
+    uint32_t *free_ids;     /* ids of freed flows */
+    uint32_t nfree_ids;
+    struct fm_txflow **live; /* flows not done yet: what output walks */
+    uint32_t nlive, next_live;
+    int nending;            /* live flows waiting for their FLOW_END to be acknowledged */
     struct fm_rxflow **rxf; /* by the sender's flow id; NULL once ended */
     uint32_t rxf_cap;
     int nstops;             /* receiving flows that must ask their sender to stop */
@@ -100,6 +104,8 @@ struct fm_net {
     int ngathering, gathering_cap;
     uint64_t next_timer;
     uint64_t t_last_output; /* when fm_net_output last ran */
+    unsigned char *spare[16]; /* rings of ended flows, for the next ones */
+    int nspare;
     uint64_t rng;
     uint64_t nc[FM_NC_COUNT];
     uint64_t drops[FM_DROP_COUNT];
@@ -195,9 +201,8 @@ static void session_gone(struct fm_net *net, struct fm_session *s, int state)
     if (s->state == S_GONE)
         return;
     s->state = S_GONE;
-    for (uint32_t i = 0; i < s->ntxf; i++)
-        if (s->txf[i])
-            __atomic_fetch_add(&s->txf[i]->gen, 1, __ATOMIC_RELEASE);
+    for (uint32_t i = 0; i < s->nlive; i++)
+        __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
         free(s->held[i].pkt);
         s->held[i].pkt = NULL;
@@ -229,10 +234,36 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     return net;
 }
 
+/*
+ * A flow's ring. A fresh ring needs only its first header word zeroed: the
+ * ring protocol zeroes every later header slot before it is read. So rings
+ * of ended flows are kept for new ones, which a connection-per-message
+ * pattern opens by the thousand, without page faults or clearing.
+ */
+static unsigned char *ring_alloc(struct fm_net *net)
+{
+    void *p = NULL;
+    if (net->nspare)
+        p = net->spare[--net->nspare];
+    else if (posix_memalign(&p, FM_CACHE_LINE, net->p.ring_size))
+        return NULL; /* aligned: header words never straddle cache lines */
+    memset(p, 0, FM_REC_HDR);
+    return p;
+}
+
+static void ring_free(struct fm_net *net, unsigned char *p)
+{
+    if (p && net->nspare < (int)FM_ARRAY_LEN(net->spare))
+        net->spare[net->nspare++] = p;
+    else
+        free(p);
+}
+
 static void txflow_free(struct fm_session *s, struct fm_txflow *f)
 {
     s->txf[f->id] = NULL;
-    free(f->ring.data);
+    s->free_ids[s->nfree_ids++] = f->id; /* room: one per slot of txf */
+    ring_free(s->net, f->ring.data);
     free(f);
 }
 
@@ -241,11 +272,13 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
 static void txflow_done(struct fm_session *s, struct fm_txflow *f)
 {
     f->done = 1;
+    s->live[f->live_idx] = s->live[--s->nlive];
+    s->live[f->live_idx]->live_idx = f->live_idx;
     if (f->refs == 0) {
         txflow_free(s, f);
         return;
     }
-    free(f->ring.data);
+    ring_free(s->net, f->ring.data);
     f->ring.data = NULL;
 }
 
@@ -258,16 +291,18 @@ void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f)
 
 void fm_net_rxflow_free(struct fm_rxflow *f)
 {
-    free(f->ring.data);
+    ring_free(f->s->net, f->ring.data);
     free(f);
 }
 
 static void flows_free(struct fm_session *s)
 {
-    for (uint32_t i = 0; i < s->ntxf; i++)
+    for (uint32_t i = 0; i < s->txf_cap; i++)
         if (s->txf[i])
             txflow_free(s, s->txf[i]);
     free(s->txf);
+    free(s->free_ids);
+    free(s->live);
     for (uint32_t i = 0; i < s->rxf_cap; i++)
         if (s->rxf[i])
             fm_net_rxflow_free(s->rxf[i]);
@@ -285,6 +320,8 @@ void fm_net_free(struct fm_net *net)
         flows_free(s);
         free(s);
     }
+    while (net->nspare)
+        free(net->spare[--net->nspare]);
     free(net->all);
     free(net->pending);
     free(net->gathering);
@@ -294,16 +331,6 @@ void fm_net_free(struct fm_net *net)
 
 uint64_t fm_net_job_tag(const struct fm_net *net) { return net->job; }
 
-static unsigned char *ring_alloc(uint32_t size)
-{
-    /* Aligned so that 8-byte header words never straddle cache lines. */
-    void *p = NULL;
-    if (posix_memalign(&p, FM_CACHE_LINE, size))
-        return NULL;
-    memset(p, 0, size);
-    return p;
-}
-
 int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
                 struct fm_txflow **out)
 {
@@ -312,9 +339,9 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
         return FM_ENOMEM;
     if (s->state == S_GONE)
         return FM_EPEERLOST;
-    for (uint32_t i = 0; i < s->ntxf; i++) {
-        struct fm_txflow *f = s->txf[i];
-        if (f && !f->ending && f->src_channel == src_channel && f->dst_channel == dst_channel) {
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        if (!f->ending && f->src_channel == src_channel && f->dst_channel == dst_channel) {
             f->refs++;
             *out = f;
             return 0;
@@ -326,25 +353,42 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
             return rc;
         s->have_addr = 1;
     }
-    struct fm_txflow **a = realloc(s->txf, sizeof(*a) * (s->ntxf + 1));
-    if (!a)
-        return FM_ENOMEM;
-    s->txf = a;
+    if (!s->nfree_ids) {
+        uint32_t cap = s->txf_cap ? s->txf_cap * 2 : 8;
+        struct fm_txflow **t = realloc(s->txf, sizeof(*t) * cap);
+        if (t)
+            s->txf = t;
+        uint32_t *ids = realloc(s->free_ids, sizeof(*ids) * cap);
+        if (ids)
+            s->free_ids = ids;
+        struct fm_txflow **l = realloc(s->live, sizeof(*l) * cap);
+        if (l)
+            s->live = l;
+        if (!t || !ids || !l)
+            return FM_ENOMEM;
+        for (uint32_t i = cap; i > s->txf_cap; i--) {
+            s->txf[i - 1] = NULL;
+            s->free_ids[s->nfree_ids++] = i - 1;
+        }
+        s->txf_cap = cap;
+    }
     struct fm_txflow *f = calloc(1, sizeof(*f));
-    unsigned char *data = ring_alloc(net->p.ring_size);
+    unsigned char *data = ring_alloc(net);
     if (!f || !data) {
         free(f);
-        free(data);
+        ring_free(net, data);
         return FM_ENOMEM;
     }
     f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = net->p.ring_size};
     f->s = s;
-    f->id = s->ntxf;
+    f->id = s->free_ids[--s->nfree_ids];
     f->src_channel = src_channel;
     f->dst_channel = dst_channel;
     f->gen = 1;
     f->refs = 1;
-    s->txf[s->ntxf++] = f;
+    s->txf[f->id] = f;
+    f->live_idx = s->nlive;
+    s->live[s->nlive++] = f;
     mark_pending(net, s);
     *out = f;
     return 0;
@@ -378,11 +422,13 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             s->tx[q % FM_NET_TXWIN].op = 0;
         s->snd_una = ack;
         mark_pending(net, s); /* the window moved: more may go */
-        for (uint32_t i = 0; s->nending && i < s->ntxf; i++) {
-            struct fm_txflow *f = s->txf[i];
-            if (f && f->end_sent && !f->done && fm_seq_lt(f->end_seq, ack)) {
-                txflow_done(s, f);
+        for (uint32_t i = 0; s->nending && i < s->nlive;) {
+            struct fm_txflow *f = s->live[i];
+            if (f->end_sent && fm_seq_lt(f->end_seq, ack)) {
                 s->nending--;
+                txflow_done(s, f); /* moves another flow to index i */
+            } else {
+                i++;
             }
         }
     }
@@ -418,7 +464,7 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
 static void on_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (c[i].flow >= s->ntxf || !s->txf[c[i].flow])
+        if (c[i].flow >= s->txf_cap || !s->txf[c[i].flow] || s->txf[c[i].flow]->done)
             continue;
         struct fm_txflow *f = s->txf[c[i].flow];
         /* Never beyond what was sent, never backwards. */
@@ -444,11 +490,13 @@ static struct fm_rxflow *rxflow_new(struct fm_net *net, struct fm_session *s,
     }
     if (s->rxf[w->flow])
         return NULL; /* a flow id is announced once */
+    if (w->ring_size != net->p.ring_size)
+        return NULL; /* every process of a job uses the same FM_NET_RING_SIZE */
     struct fm_rxflow *f = calloc(1, sizeof(*f));
-    unsigned char *data = ring_alloc(w->ring_size);
+    unsigned char *data = ring_alloc(net);
     if (!f || !data) {
         free(f);
-        free(data);
+        ring_free(net, data);
         return NULL;
     }
     f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = w->ring_size};
@@ -542,7 +590,7 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
     case FM_OP_FLOW_STOP: {
         struct fm_wire_flow_end e;
         memcpy(&e, pl, sizeof(e));
-        if (e.flow < s->ntxf && s->txf[e.flow])
+        if (e.flow < s->txf_cap && s->txf[e.flow] && !s->txf[e.flow]->done)
             fm_net_flow_end(net, s->txf[e.flow]);
         return FM_DROP_NONE;
     }
@@ -885,7 +933,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         }
         return n;
     }
-    if (s->state == S_NEW && s->ntxf) {
+    if (s->state == S_NEW && s->nlive) {
         s->hello_nonce = rnd(net);
         s->state = S_HELLO_SENT;
         s->t_first_hello = now;
@@ -918,9 +966,10 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         e->t_sent = now;
     }
     /* New flows and new data, round-robin over the flows. */
-    for (uint32_t k = 0; k < s->ntxf && n < max && window_open(s); k++) {
-        struct fm_txflow *f = s->txf[(s->next_txf + k) % s->ntxf];
-        if (!f || f->end_sent || f->done)
+    uint32_t nlive = s->nlive;
+    for (uint32_t k = 0; k < nlive && n < max && window_open(s); k++) {
+        struct fm_txflow *f = s->live[(s->next_live + k) % nlive];
+        if (f->end_sent)
             continue;
         if (!f->announced) {
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
@@ -958,15 +1007,13 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
             s->nstops--;
         }
     }
-    if (s->ntxf)
-        s->next_txf = (s->next_txf + 1) % s->ntxf;
+    if (s->nlive)
+        s->next_live = (s->next_live + 1) % s->nlive;
     if (s->bye_due && !s->bye_sent && n < max && window_open(s)) {
         int all_sent = 1;
-        for (uint32_t i = 0; i < s->ntxf; i++) {
-            if (!s->txf[i])
-                continue;
-            scan_complete(s->txf[i], s->txf[i]->ring.size);
-            all_sent &= s->txf[i]->complete == s->txf[i]->sent;
+        for (uint32_t i = 0; i < s->nlive; i++) {
+            scan_complete(s->live[i], s->live[i]->ring.size);
+            all_sent &= s->live[i]->complete == s->live[i]->sent;
         }
         if (all_sent) {
             uint32_t q = sequence(s, FM_OP_BYE, 0, 0, 0, now);
@@ -1151,10 +1198,8 @@ uint64_t fm_net_unacked(const struct fm_net *net)
         if (s->state != S_UP && s->state != S_HELLO_SENT)
             continue;
         n += s->snd_nxt - s->snd_una;
-        for (uint32_t k = 0; k < s->ntxf; k++) {
-            struct fm_txflow *f = s->txf[k];
-            if (!f)
-                continue;
+        for (uint32_t k = 0; k < s->nlive; k++) {
+            struct fm_txflow *f = s->live[k];
             scan_complete(f, f->ring.size);
             n += f->complete - f->sent;
         }

@@ -56,6 +56,7 @@ struct fm_txflow {
     uint8_t end_sent;        /* FLOW_END has a sequence number: end_seq */
     uint8_t done;            /* ended and acknowledged: freed when refs drops to 0 */
     uint32_t end_seq;
+    uint32_t live_idx;       /* its place among the session's live flows */
     int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */
 };
 

@@ -275,8 +275,8 @@ int fm_netlink_retire(fm_ep *ep, struct fm_rx *rx)
             ep->net_adopted--;
             break;
         }
+    fm_net_rxflow_free(f); /* its ring goes back to the engine's spares */
     pthread_mutex_unlock(&nl->lock);
-    fm_net_rxflow_free(f);
     free(rx);
     return 1;
 }

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int64_t read_num(const char *dir, const char *file)
 {
@@ -55,7 +56,29 @@ static int64_t mem_available(void)
     return kb < 0 ? INT64_MAX : (int64_t)kb * 1024;
 }
 
-int64_t fm_mem_headroom(void)
+static int64_t read_headroom(void);
+
+/* Reading the cgroup files costs tens of microseconds: a value younger than
+ * this is reused, minus what was committed since. */
+#define HEADROOM_TTL_NS 100000000u
+
+int64_t fm_mem_headroom(uint64_t commit)
+{
+    static __thread int64_t cached = -1;
+    static __thread uint64_t t_read, committed;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (cached < 0 || now - t_read > HEADROOM_TTL_NS || committed + commit > (uint64_t)cached / 4) {
+        cached = read_headroom();
+        t_read = now;
+        committed = 0;
+    }
+    committed += commit;
+    return cached == INT64_MAX ? INT64_MAX : cached - (int64_t)(committed - commit);
+}
+
+static int64_t read_headroom(void)
 {
     int64_t room = mem_available();
     FILE *f = fopen("/proc/self/cgroup", "r");

@@ -9,8 +9,10 @@
 
 #include <stdint.h>
 
-/* Bytes that may still be committed (the tightest memory cgroup on the way
- * to the root, and the system's available memory), or INT64_MAX if unknown. */
-int64_t fm_mem_headroom(void);
+/* Bytes that may still be committed before `commit` more are (the tightest
+ * memory cgroup on the way to the root, and the system's available
+ * memory), or INT64_MAX if unknown. Rereads the limits at most every 100 ms
+ * unless a quarter of the room was committed since. */
+int64_t fm_mem_headroom(uint64_t commit);
 
 #endif

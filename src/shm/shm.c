@@ -66,7 +66,7 @@ static void layout(const fm_ctx *ctx, struct fm_seg_hdr *h)
  */
 static int commit(int fd, off_t off, uint64_t len, const char *what, const char *knob)
 {
-    int64_t room = fm_mem_headroom();
+    int64_t room = fm_mem_headroom(len);
     if (room < INT64_MAX && (int64_t)(len + COMMIT_SLACK) > room) {
         fm_error("shm",
                  "cannot commit %llu bytes of shared memory for %s: the memory limit leaves "
@@ -260,10 +260,27 @@ int fm_shm_ep_open(fm_ep *ep)
     fm_ctx *ctx = ep->ctx;
     struct fm_seg_hdr *h = ctx->seg;
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, ep->slot, 0);
-    int rc = commit(ctx->procs[ctx->my_proc].memfd, seg_off(h, ctl), h->ctl_size,
-                    "an endpoint", "FM_EP_MAX");
-    if (rc)
-        return rc;
+    /* An area whose last endpoint got no shm traffic is still committed
+     * and still zero: skip the system call. */
+    if (!ctx->area_ready[ep->slot]) {
+        int rc = commit(ctx->procs[ctx->my_proc].memfd, seg_off(h, ctl), h->ctl_size,
+                        "an endpoint", "FM_EP_MAX");
+        if (rc)
+            return rc;
+        ctx->area_ready[ep->slot] = 1;
+    }
+    struct fm_seg_ep *d = &h->ep[ep->slot];
+    d->channel = ep->channel;
+    __atomic_store_n(&d->bell_fd, -1, __ATOMIC_RELAXED); /* made at the first sleep */
+    d->sleeping = 0;
+    d->nclaimed = 0;
+    __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* odd: open */
+    ep->dir = d;
+    return 0;
+}
+
+int fm_shm_ep_bell(fm_ep *ep)
+{
     int fds[2];
     struct stat st;
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
@@ -273,14 +290,10 @@ int fm_shm_ep_open(fm_ep *ep)
     fstat(fds[1], &st);
     ep->bell_rd = fds[0];
     ep->bell_wr = fds[1];
-    struct fm_seg_ep *d = &h->ep[ep->slot];
-    d->channel = ep->channel;
-    d->bell_fd = fds[1];
+    struct fm_seg_ep *d = ep->dir;
     d->bell_ino = (uint64_t)st.st_ino;
-    d->sleeping = 0;
-    d->nclaimed = 0;
-    __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* odd: open */
-    ep->dir = d;
+    /* Published before `sleeping` is ever set, which senders read first. */
+    __atomic_store_n(&d->bell_fd, fds[1], __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -290,11 +303,17 @@ void fm_shm_ep_close(fm_ep *ep)
     struct fm_seg_hdr *h = ctx->seg;
     struct fm_seg_ep *d = &h->ep[ep->slot];
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* even: closed */
-    /* Zero the area and give its pages back; the next endpoint starts fresh. */
-    fallocate(ctx->procs[ctx->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-              seg_off(h, fm_seg_ctl(h, ep->slot, 0)), (off_t)h->area_size);
-    close(ep->bell_rd);
-    close(ep->bell_wr);
+    /* Zero the area and give its pages back, so the next endpoint starts
+     * fresh; an area no sender claimed a ring in is still zero. */
+    if (__atomic_load_n(&d->nclaimed, __ATOMIC_ACQUIRE)) {
+        fallocate(ctx->procs[ctx->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  seg_off(h, fm_seg_ctl(h, ep->slot, 0)), (off_t)h->area_size);
+        ctx->area_ready[ep->slot] = 0;
+    }
+    if (ep->bell_rd >= 0) {
+        close(ep->bell_rd);
+        close(ep->bell_wr);
+    }
     ep->bell_rd = ep->bell_wr = -1;
 }
 
@@ -375,7 +394,10 @@ void fm_shm_ring_bell(fm_ctx *ctx, int proc, int slot)
         struct stat st;
         if (b->fd >= 0)
             close(b->fd);
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid, (int)d->bell_fd);
+        int fd = __atomic_load_n(&d->bell_fd, __ATOMIC_ACQUIRE);
+        if (fd < 0)
+            goto out; /* not sleeping after all: it makes its bell first */
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid, fd);
         b->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         /* The fd number may have been reused after the endpoint closed:
          * accept only the pipe the directory names. */

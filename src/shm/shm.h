@@ -20,10 +20,12 @@ int fm_shm_connect(fm_ctx *ctx, char *err, size_t errlen);
 /* Unmaps every segment and closes what fm_shm_setup and _connect opened. */
 void fm_shm_teardown(fm_ctx *ctx);
 
-/* Commits the endpoint's area, creates its doorbell, and publishes it. */
+/* Commits the endpoint's area and publishes it. */
 int fm_shm_ep_open(fm_ep *ep);
 /* Unpublishes the endpoint and returns its memory to the system. */
 void fm_shm_ep_close(fm_ep *ep);
+/* Creates the endpoint's doorbell (before its first sleep in fm_wait). */
+int fm_shm_ep_bell(fm_ep *ep);
 
 /*
  * Fills rt with the ring from ep to endpoint (rank, channel) on this node,
