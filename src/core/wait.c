@@ -125,6 +125,7 @@ int fm_wait(fm_ep *ep, int timeout_ms)
         }
         struct epoll_event ev[2];
         int n = epoll_wait(ep->epfd, ev, 2, ms);
+        int err = n < 0 ? errno : 0; /* before the calls below change errno */
         arm(ep, 0);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u32 == 0)
@@ -134,7 +135,7 @@ int fm_wait(fm_ep *ep, int timeout_ms)
         }
         if (ctx->net)
             fm_netlink_progress(ctx, 1);
-        if (n < 0 && errno != EINTR)
+        if (n < 0 && err != EINTR)
             return FM_ESYS;
         if (ep->want_open) {
             ep->want_open = 0;

@@ -11,6 +11,7 @@ const char *const fm_net_counter_names[FM_NC_COUNT] = {
     [FM_NC_TX_PACKETS] = "tx_packets", [FM_NC_TX_BYTES] = "tx_bytes",
     [FM_NC_RX_PACKETS] = "rx_packets", [FM_NC_RX_BYTES] = "rx_bytes",
     [FM_NC_RETX_TIMEOUT] = "retransmits_timeout", [FM_NC_RETX_FAST] = "retransmits_fast",
+    [FM_NC_RETX_PROBE] = "retransmits_probe",
     [FM_NC_ACKS] = "acks_sent", [FM_NC_PINGS] = "pings_sent", [FM_NC_SESSIONS] = "sessions",
     [FM_NC_PEERS_LOST] = "peers_lost",
 };
@@ -64,11 +65,15 @@ struct fm_session {
     uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
     uint8_t ack_now;       /* send an ACK at the next output */
     uint8_t credit_due;    /* a receiving endpoint released bytes */
+    uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
+    uint8_t ping_due;      /* ask the peer for an ACK now (it may owe us credit) */
     uint8_t bye_due, bye_sent, bye_received;
 
     /* transmit */
     uint32_t snd_nxt, snd_una;
     struct txent tx[FM_NET_TXWIN];
+    uint64_t rack_t;       /* latest send time of a packet known delivered */
+    uint8_t probed;        /* a tail loss probe went since the last ACK */
     uint64_t srtt, rttvar, rto;
     uint64_t t_last_tx, t_last_rx;
 
@@ -191,6 +196,7 @@ static void hdr_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out
             s->ack_now = 0;
     }
     p->sub_len = 0;
+    p->raw = 0;
     p->nbytes[0] = p->nbytes[1] = 0;
     p->to = s->addr;
     p->rank = s->rank;
@@ -411,6 +417,30 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, uint64_t rtt)
     s->rto = FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
 }
 
+/*
+ * Loss detection in the manner of RACK (RFC 8985): a packet is lost when a
+ * packet sent after it has been delivered and a round trip (plus a small
+ * reordering allowance) has passed since it was sent. Time-based rather
+ * than counting duplicate ACKs, so a retransmission is judged only by what
+ * was sent after it: packets whose acknowledgement is merely on its way
+ * are not sent again. Runs on every ACK and from the timers.
+ */
+static void detect_losses(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    uint64_t rtt = s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+    uint64_t wait = rtt + FM_MAX(rtt / 4, (uint64_t)20000);
+    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (!e->op || e->sacked || e->due || e->t_sent > s->rack_t)
+            continue;
+        if (now - e->t_sent >= wait) {
+            e->due = 1;
+            net->nc[FM_NC_RETX_FAST]++;
+            mark_pending(net, s);
+        }
+    }
+}
+
 static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
                    const struct fm_wire_ack *a, uint64_t now)
 {
@@ -418,9 +448,19 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
         if (!last->retx)
             rtt_sample(net, s, now - last->t_sent);
-        for (uint32_t q = s->snd_una; q != ack; q++)
-            s->tx[q % FM_NET_TXWIN].op = 0;
+        for (uint32_t q = s->snd_una; q != ack; q++) {
+            struct txent *e = &s->tx[q % FM_NET_TXWIN];
+            /* A retransmitted packet's acknowledgement may be for its first
+             * copy: its send time proves nothing about later packets. */
+            if (!e->retx)
+                s->rack_t = FM_MAX(s->rack_t, e->t_sent);
+            e->op = 0;
+        }
         s->snd_una = ack;
+        /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
+         * stream a clean sample may be long in coming. */
+        s->rto = FM_MAX(net->p.rto_min_ns,
+                        FM_MIN(s->srtt + 4 * s->rttvar, net->p.rto_max_ns));
         mark_pending(net, s); /* the window moved: more may go */
         for (uint32_t i = 0; s->nending && i < s->nlive;) {
             struct fm_txflow *f = s->live[i];
@@ -434,31 +474,20 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     }
     if (!a)
         return;
-    uint32_t highest = s->snd_una;
-    int any = 0;
     for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
         if (!(a->sack[i / 64] >> (i % 64) & 1))
             continue;
         uint32_t q = ack + 1 + (uint32_t)i;
         if (fm_seq_lt(q, s->snd_una) || !fm_seq_lt(q, s->snd_nxt))
             continue;
-        s->tx[q % FM_NET_TXWIN].sacked = 1;
-        highest = q;
-        any = 1;
-    }
-    if (!any)
-        return;
-    /* Fast retransmission: a packet with three or more acknowledged after it
-     * is lost; resend it, at most once per round trip. */
-    uint64_t min_gap = s->srtt ? s->srtt : net->p.rto_min_ns;
-    for (uint32_t q = s->snd_una; fm_seq_lt(q, highest) && highest - q >= 3; q++) {
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        if (e->op && !e->sacked && !e->due && now - e->t_sent >= min_gap) {
-            e->due = 1;
-            net->nc[FM_NC_RETX_FAST]++;
-            mark_pending(net, s);
+        if (!e->sacked) {
+            e->sacked = 1;
+            if (!e->retx)
+                s->rack_t = FM_MAX(s->rack_t, e->t_sent);
         }
     }
+    detect_losses(net, s, now);
 }
 
 static void on_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
@@ -747,6 +776,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
         goto drop;
     }
     s->t_last_rx = now;
+    s->probed = 0;
     if (h.flags & FM_HDR_ACK_VALID)
         on_ack(net, s, h.ack, NULL, now);
     switch (h.op) {
@@ -766,7 +796,11 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
         return FM_DROP_NONE;
     }
     case FM_OP_PING:
+        /* Credits are sent once; an ACK that carried one may have been
+         * lost, and a sender without credit sends nothing that would
+         * bring it back. A PING asks for all of them again. */
         s->ack_now = 1;
+        s->credit_all = 1;
         mark_pending(net, s);
         return FM_DROP_NONE;
     case FM_OP_DATA:
@@ -895,17 +929,19 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         if (s->held[(s->rcv_nxt + 1 + i) % FM_WIRE_SACK_BITS].pkt)
             a->sack[i / 64] |= 1ull << (i % 64);
     int n = 0;
-    if (s->credit_due) {
-        s->credit_due = 0;
+    if (s->credit_due || s->credit_all) {
+        int all = s->credit_all;
+        s->credit_due = s->credit_all = 0;
         for (uint32_t i = 0; i < s->rxf_cap; i++) {
             struct fm_rxflow *f = s->rxf[i];
             if (!f)
                 continue;
             uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
-            if (head == f->credited)
+            if (head == f->credited && !all)
                 continue;
             if (n == FM_NET_MAX_CREDITS) {
                 s->credit_due = 1; /* the rest in the next ACK */
+                s->credit_all = (uint8_t)all;
                 break;
             }
             p->sub.ack.credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
@@ -1024,12 +1060,25 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     /* An acknowledgement of its own: for gaps, credits, or after enough. */
     if (s->t_ack_due == 1)
         s->t_ack_due = now + net->p.ack_delay_ns;
+    if (s->ping_due && n < max) {
+        hdr_init(net, s, &pkts[n++], FM_OP_PING);
+        net->nc[FM_NC_PINGS]++;
+        s->ping_due = 0;
+    }
     /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
     if (n < max && (s->ack_now || s->credit_due || (s->unacked && now >= s->t_ack_due)))
         build_ack(net, s, &pkts[n++]);
     if (n)
         s->t_last_tx = now;
     return n;
+}
+
+/* Two smoothed round trips and twice the peer's longest ACK delay (one
+ * round trip can take that long when the receiver delays its ACK). */
+static uint64_t probe_timeout(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t srtt = s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+    return 2 * srtt + 2 * net->p.ack_delay_ns;
 }
 
 /* Timers of one session: retransmission, heartbeat, liveness. */
@@ -1056,6 +1105,26 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
         s->t_last_rx = now;
     if (s->snd_una != s->snd_nxt) {
         struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+        /* Tail loss probe (as TCP's TLP): no acknowledgement for two round
+         * trips, maybe because the last packets of a burst were lost and
+         * nothing after them can reveal it. Sending the last one again
+         * brings an ACK whose selective part lets loss detection find the
+         * holes, long before a timeout. */
+        detect_losses(net, s, now);
+        uint64_t pto = probe_timeout(net, s);
+        if (now - s->t_last_rx >= pto && now - e->t_sent >= pto && now - e->t_sent < s->rto &&
+            !s->probed) {
+            /* A hole resent once and still open: its copy was lost too,
+             * and nothing sent later can tell. Otherwise probe the tail. */
+            uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
+            struct txent *t = &s->tx[q % FM_NET_TXWIN];
+            if (t->op && !t->sacked && !t->due) {
+                t->due = 1;
+                net->nc[FM_NC_RETX_PROBE]++;
+                mark_pending(net, s);
+            }
+            s->probed = 1;
+        }
         if (now - e->t_sent >= s->rto) {
             /* Timeout: resend what is neither acknowledged nor recently sent. */
             for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
@@ -1067,6 +1136,21 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             }
             s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
             mark_pending(net, s);
+        }
+    }
+    /* Everything sent is acknowledged, yet data waits for credit and the
+     * peer has been quiet for a retransmission timeout: its credit may
+     * have been lost. Ask again (backing off like a retransmission). */
+    if (s->snd_una == s->snd_nxt && now - s->t_last_rx >= s->rto &&
+        now - s->t_last_tx >= s->rto) {
+        for (uint32_t i = 0; i < s->nlive; i++) {
+            struct fm_txflow *f = s->live[i];
+            if (f->sent > __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE)) {
+                s->ping_due = 1;
+                s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
+                mark_pending(net, s);
+                break;
+            }
         }
     }
     uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
@@ -1082,8 +1166,13 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
         return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns);
     if (s->state != S_UP)
         return d;
-    if (s->snd_una != s->snd_nxt)
-        d = FM_MIN(d, s->tx[s->snd_una % FM_NET_TXWIN].t_sent + s->rto);
+    if (s->snd_una != s->snd_nxt) {
+        const struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+        d = FM_MIN(d, e->t_sent + FM_MIN(s->rto, probe_timeout(net, s)));
+        if (e->t_sent <= s->rack_t) /* loss detection waits a round trip */
+            d = FM_MIN(d, e->t_sent + s->srtt + FM_MAX(s->srtt / 4, (uint64_t)20000));
+    } else if (s->nlive)
+        d = FM_MIN(d, FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto); /* credit check */
     if (s->unacked && s->t_ack_due > 1)
         d = FM_MIN(d, s->t_ack_due);
     d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
@@ -1230,6 +1319,10 @@ void fm_net_count_drop(struct fm_net *net, enum fm_drop why) { net->drops[why]++
 
 int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
 {
+    if (p->raw) {
+        iov[0] = (struct iovec){(void *)p->bytes[0], p->nbytes[0]};
+        return 1;
+    }
     int n = 0;
     iov[n++] = (struct iovec){&p->hdr, sizeof(p->hdr)};
     if (p->sub_len)

@@ -106,6 +106,7 @@ struct fm_pkt_out {
         } ack;
     } sub;
     uint16_t sub_len;        /* bytes of sub that belong to the packet */
+    uint8_t raw;             /* already sealed: bytes[0] is the whole datagram (faults) */
     uint16_t nbytes[2];      /* DATA: lengths of the two pieces */
     const void *bytes[2];    /* DATA: the pieces, in a mirror ring */
     struct sockaddr_in to;
@@ -142,7 +143,7 @@ struct fm_net_params {
 /* Counters of the engine; names in fm_net_counter_names. */
 enum fm_net_counter {
     FM_NC_TX_PACKETS, FM_NC_TX_BYTES, FM_NC_RX_PACKETS, FM_NC_RX_BYTES,
-    FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
+    FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_RETX_PROBE, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
     FM_NC_PEERS_LOST, FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];

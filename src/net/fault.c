@@ -60,13 +60,10 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
     return 0;
 }
 
-enum fm_fault_action fm_fault_next(struct fm_fault *f, void *pkt, size_t len)
+enum fm_fault_action fm_fault_roll(struct fm_fault *f, int *corrupt)
 {
     uint64_t r = next_random(f);
-    if (f->corrupt && (uint32_t)r < f->corrupt && len) {
-        uint64_t r2 = next_random(f);
-        ((unsigned char *)pkt)[r2 % len] ^= (unsigned char)(1u << ((r2 >> 32) & 7));
-    }
+    *corrupt = f->corrupt && (uint32_t)r < f->corrupt;
     uint32_t roll = (uint32_t)(r >> 32);
     if (roll < f->drop)
         return FM_FAULT_DROP;
@@ -77,4 +74,21 @@ enum fm_fault_action fm_fault_next(struct fm_fault *f, void *pkt, size_t len)
     if (roll < f->reorder)
         return FM_FAULT_REORDER;
     return FM_FAULT_PASS;
+}
+
+void fm_fault_corrupt(struct fm_fault *f, void *pkt, size_t len)
+{
+    if (!len)
+        return;
+    uint64_t r = next_random(f);
+    ((unsigned char *)pkt)[r % len] ^= (unsigned char)(1u << ((r >> 32) & 7));
+}
+
+enum fm_fault_action fm_fault_next(struct fm_fault *f, void *pkt, size_t len)
+{
+    int corrupt;
+    enum fm_fault_action a = fm_fault_roll(f, &corrupt);
+    if (corrupt)
+        fm_fault_corrupt(f, pkt, len);
+    return a;
 }

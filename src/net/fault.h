@@ -21,7 +21,13 @@ enum fm_fault_action { FM_FAULT_PASS, FM_FAULT_DROP, FM_FAULT_DUP, FM_FAULT_REOR
 /* Parses a FM_FAULT string; 0, or -1 with the reason in err. */
 int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errlen);
 
-/* What to do with the next packet; may corrupt one byte of it in place. */
+/* What to do with the next packet, and in *corrupt whether to flip a bit. */
+enum fm_fault_action fm_fault_roll(struct fm_fault *f, int *corrupt);
+
+/* Flips one random bit of a packet. */
+void fm_fault_corrupt(struct fm_fault *f, void *pkt, size_t len);
+
+/* Both: what to do with the next packet, corrupting it in place. */
 enum fm_fault_action fm_fault_next(struct fm_fault *f, void *pkt, size_t len);
 
 #endif

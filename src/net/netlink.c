@@ -34,15 +34,25 @@ struct fm_netlink {
 /* ---- progress ------------------------------------------------------------------ */
 
 /* Receives, runs timers, sends. Called with the net lock held. */
+/* Receive batches between which acknowledgements go out: a sender learns
+ * of its data soon even while a long queue is being read. */
+#define RECV_ROUNDS 4
+
 static int run(struct fm_netlink *nl, int flush)
 {
-    uint64_t now = fm_now_ns();
-    int got = fm_udp_recv(&nl->udp, nl->engine, now);
-    for (;;) {
-        int n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
-        if (n)
-            fm_udp_send(&nl->udp, nl->engine, nl->out, n);
-        if (n < FM_UDP_SEND_MAX)
+    int got = 0;
+    for (int round = 0; round < RECV_ROUNDS; round++) {
+        uint64_t now = fm_now_ns();
+        int k = fm_udp_recv(&nl->udp, nl->engine, now);
+        got += k;
+        for (;;) {
+            int n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
+            if (n)
+                fm_udp_send(&nl->udp, nl->engine, nl->out, n);
+            if (n < FM_UDP_SEND_MAX)
+                break;
+        }
+        if (k < FM_UDP_BATCH)
             break;
     }
     return got;

@@ -173,6 +173,8 @@ void fm_udp_close(struct fm_udp *u)
 
 static size_t packet_len(const struct fm_pkt_out *p)
 {
+    if (p->raw)
+        return p->nbytes[0];
     return sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
 }
 
@@ -181,47 +183,67 @@ static int same_dest(const struct fm_pkt_out *a, const struct fm_pkt_out *b)
     return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
 }
 
-/* Sends with fault injection: every packet flattened, so that corrupting
- * it cannot touch the mirror ring a retransmission reads from. */
-static int send_faulty(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+/*
+ * Applies FM_FAULT to a batch before it is sent, keeping the batch (and
+ * GSO) intact: dropped packets leave it, duplicated ones appear twice,
+ * reordered ones swap with the next. A corrupted packet is sealed and
+ * copied first, so that the bit flips in the copy, never in the mirror
+ * ring a retransmission reads from. Returns the new count in u->faulted.
+ */
+static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
 {
-    static unsigned char held[FM_WIRE_MAX];
-    static size_t held_len;
-    static struct sockaddr_in held_to;
-    unsigned char buf[FM_WIRE_MAX];
+    int m = 0, ncopies = 0;
     for (int i = 0; i < n; i++) {
-        struct iovec iov[4];
-        int k = fm_pkt_seal(&pkts[i], iov);
-        size_t len = 0;
-        for (int j = 0; j < k; j++) {
-            memcpy(buf + len, iov[j].iov_base, iov[j].iov_len);
-            len += iov[j].iov_len;
-        }
-        enum fm_fault_action a = fm_fault_next(u->fault, buf, len);
+        int corrupt;
+        enum fm_fault_action a = fm_fault_roll(u->fault, &corrupt);
         if (a == FM_FAULT_DROP) {
             fm_net_count_drop(net, FM_DROP_FAULT);
             continue;
         }
-        if (a == FM_FAULT_REORDER && !held_len) {
-            memcpy(held, buf, len);
-            held_len = len;
-            held_to = pkts[i].to;
-            continue;
+        struct fm_pkt_out *p = &u->faulted[m++];
+        *p = pkts[i];
+        if (corrupt && ncopies < (int)FM_ARRAY_LEN(u->copies)) {
+            struct iovec iov[4];
+            int k = fm_pkt_seal(p, iov);
+            size_t len = 0;
+            for (int j = 0; j < k; j++) {
+                memcpy(u->copies[ncopies] + len, iov[j].iov_base, iov[j].iov_len);
+                len += iov[j].iov_len;
+            }
+            fm_fault_corrupt(u->fault, u->copies[ncopies], len);
+            p->raw = 1;
+            p->bytes[0] = u->copies[ncopies++];
+            p->nbytes[0] = (uint16_t)len;
         }
-        for (int copies = a == FM_FAULT_DUP ? 2 : 1; copies > 0; copies--)
-            sendto(u->fd, buf, len, 0, (struct sockaddr *)&pkts[i].to, sizeof(pkts[i].to));
-        if (held_len) {
-            sendto(u->fd, held, held_len, 0, (struct sockaddr *)&held_to, sizeof(held_to));
-            held_len = 0;
+        if (a == FM_FAULT_DUP)
+            u->faulted[m++] = *p;
+        else if (a == FM_FAULT_REORDER && m >= 2) {
+            struct fm_pkt_out t = u->faulted[m - 1];
+            u->faulted[m - 1] = u->faulted[m - 2];
+            u->faulted[m - 2] = t;
         }
     }
-    return n;
+    return m;
 }
+
+static size_t packet_len(const struct fm_pkt_out *p);
+static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n);
 
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
 {
-    if (fm_unlikely(u->fault))
-        return send_faulty(u, net, pkts, n);
+    n = FM_MIN(n, FM_UDP_SEND_MAX);
+    if (fm_unlikely(u->fault)) {
+        int m = apply_faults(u, net, pkts, n);
+        for (int i = 0; i < m; i += FM_UDP_SEND_MAX)
+            send_batch(u, net, u->faulted + i, FM_MIN(m - i, FM_UDP_SEND_MAX));
+        return n;
+    }
+    return send_batch(u, net, pkts, n);
+}
+
+static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+{
+    (void)net;
     struct mmsghdr msg[FM_UDP_SEND_MAX];
     struct iovec iov[FM_UDP_SEND_MAX * 4]; /* a packet is at most 4 pieces */
     union {
@@ -229,15 +251,14 @@ int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, i
         struct cmsghdr align;
     } ctl[FM_UDP_SEND_MAX];
     int nmsg = 0, niov = 0;
-    n = FM_MIN(n, FM_UDP_SEND_MAX);
     for (int i = 0; i < n;) {
         /* A run of full packets to one peer goes as one GSO send. */
         size_t full = packet_len(&pkts[i]);
         int j = i + 1;
         size_t total = full;
-        if (u->gso && pkts[i].hdr.op == FM_OP_DATA)
+        if (u->gso && pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw)
             while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(&pkts[i], &pkts[j]) &&
-                   packet_len(&pkts[j - 1]) == full && packet_len(&pkts[j]) <= full &&
+                   !pkts[j].raw && packet_len(&pkts[j - 1]) == full && packet_len(&pkts[j]) <= full &&
                    total + packet_len(&pkts[j]) <= GSO_MAX_BYTES) {
                 total += packet_len(&pkts[j]);
                 j++;
@@ -345,7 +366,7 @@ static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t
 int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
 {
     int handled = 0;
-    for (int batch = 0; batch < 4; batch++) {
+    for (int batch = 0; batch < 1; batch++) { /* the caller loops, sending ACKs between */
         for (int i = 0; i < FM_UDP_BATCH; i++) {
             u->iov[i] = (struct iovec){u->buf + (size_t)i * u->bufsize, u->bufsize};
             u->msg[i].msg_hdr = (struct msghdr){

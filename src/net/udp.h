@@ -31,6 +31,8 @@ struct fm_udp {
     struct iovec iov[FM_UDP_BATCH];
     struct sockaddr_in from[FM_UDP_BATCH];
     char ctl[FM_UDP_BATCH][64];
+    struct fm_pkt_out faulted[2 * FM_UDP_SEND_MAX]; /* fault injection: the batch as sent */
+    unsigned char copies[4][FM_WIRE_MAX];           /* corrupted packets' copies */
     void *reordered;         /* fault injection: a packet held back one turn */
     size_t reordered_len;
     struct sockaddr_in reordered_from;
