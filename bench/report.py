@@ -73,8 +73,9 @@ class Results:
         return sorted({s for (t, s, n) in self.vals if t == test and n == ranks})
 
 
-ORDER = ["fastmsg", "fastmsg (in place)", "raw-2lines", "raw-1line", "raw-spsc",
-         "tcp", "udp", "openmpi-vader", "openmpi-ucx", "mpich"]
+ORDER = ["fastmsg", "fastmsg (in place)", "fastmsg-net", "fastmsg-net-drop1", "raw-2lines",
+         "raw-1line", "raw-spsc", "tcp", "udp", "iperf3-tcp", "openmpi-vader", "openmpi-ucx",
+         "mpich"]
 
 
 def ordered(labels):
@@ -155,6 +156,43 @@ def goals(rows, res):
     return out
 
 
+def net_goals(rows):
+    out = ["### Goals of issue 3 (network path, two namespaces over veth)", "",
+           "Same method: each ratio is the median over rounds of fastmsg / reference measured "
+           "back to back (values per round in brackets).", "",
+           "| figure | fastmsg | reference | ratio (per round) | goal | |",
+           "|---|---|---|---|---|---|"]
+
+    def row(name, test, size, ours, ref, refname, goal, limit, lower):
+        a = round_values(rows, test, size, ours)
+        b = round_values(rows, test, size, ref)
+        common = sorted(set(a) & set(b))
+        if not common:
+            return f"| {name} | - | {refname}: - | - | {goal} | not measured |"
+        ratios = [a[k] / b[k] for k in common]
+        r = statistics.median(ratios)
+        met = r <= limit if lower else r >= limit
+        per = ", ".join(f"{a[k]:.3g}/{b[k]:.3g}" for k in common)
+        return (f"| {name} | {statistics.median(a[k] for k in common):.3f} | {refname}: "
+                f"{statistics.median(b[k] for k in common):.3f} | {r:.2f}x ({per}) | {goal} | "
+                f"{'met' if met else 'NOT met'} |")
+
+    out.append(row("8 B one-way latency (us)", "latency", 8, "fastmsg-net", "udp",
+                   "raw UDP ping-pong, busy-polled", "<= 1.15x", 1.15, True))
+    out.append(row("MsgRate 8 B (M msg/s)", "msgrate", 8, "fastmsg-net", "udp",
+                   "raw UDP, no batching", "(UCX over TCP: 0.19 measured by the issue; goal 10x = 1.9)",
+                   0, False))
+    out.append(row("bandwidth 1 MiB (MB/s)", "bw", 1 << 20, "fastmsg-net", "iperf3-tcp",
+                   "iperf3, one TCP stream", ">= 1x", 1, False))
+    out.append(row("connect per message, 128 B (us)", "connect", 128, "fastmsg-net", "tcp",
+                   "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
+    out.append(row("connect per message, 4 KiB (us)", "connect", 4096, "fastmsg-net", "tcp",
+                   "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
+    out.append(row("goodput with FM_FAULT=drop=0.01, 1 MiB (MB/s)", "bw", 1 << 20,
+                   "fastmsg-net-drop1", "fastmsg-net", "loss-free", ">= 0.9x", 0.9, False))
+    return out + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -169,6 +207,8 @@ def main():
     if a.machine:
         md += [a.machine, ""]
     md += goals(rows, res)
+    if any(r.get("transport", "").startswith("fastmsg-net") for r in rows):
+        md += net_goals(rows)
     md += table(res, "latency", "One-way latency (ping-pong / 2), median")
     md += table(res, "bw", "Bandwidth, median of acknowledged windows of 64 messages "
                 "(receiver copies each message into its own buffer unless 'in place')")
@@ -177,6 +217,8 @@ def main():
     md += table(res, "ring", "Ring of 8 B exchanges, 8 ranks on 2 cores (time per round)", ranks=8)
     md += table(res, "allreduce", "8 B MPI_Allreduce, 4 ranks on 2 cores (for reference)", ranks=4)
     md += table(res, "idle", "CPU share of a rank blocked in fm_wait")
+    md += table(res, "connect", "Connection per message (seed 002): open, send, receive, close")
+    md += table(res, "sweep", "Sweep of message length (rows) x window (see JSON for each window)")
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: builds fastmsg, runs its benchmark over every transport with
 # the baselines in the same run (kernel TCP and UDP, raw shared memory,
-# Open MPI with vader and with UCX, MPICH), and prints the comparison.
+# Open MPI with vader and with UCX, MPICH; the network path between two
+# network namespaces next to kernel UDP, TCP and iperf3), and prints the
+# comparison.
 #   bench/run.sh [--quick]
 # Raw results: build/bench/results.jsonl; the report: build/bench/report.md.
 set -eu
@@ -71,6 +73,8 @@ perf 8 ring
 perf 2 idle
 echo "+ bench/peers.sh (raw shared memory, Open MPI, MPICH)" >&2
 bash bench/peers.sh >>"$out" || echo "bench/peers.sh failed" >&2
+echo "+ bench/net.sh (the network path between two namespaces)" >&2
+bash bench/net.sh $([ $quick -eq 1 ] && echo --quick) >>"$out" || echo "bench/net.sh failed" >&2
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 machine="Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%d)."

@@ -6,7 +6,7 @@ set -eu
 build=(cmake ninja-build gcc make pkg-config)
 test=("${build[@]}" mpich clang-14 libclang-rt-14-dev iproute2 procps util-linux)
 bench=("${build[@]}" mpich libmpich-dev openmpi-bin libopenmpi-dev ucx-utils python3
-       util-linux procps)
+       util-linux procps iproute2 iperf3)
 case "${1:-}" in
   build) want=("${build[@]}") ;;
   test) want=("${test[@]}") ;;

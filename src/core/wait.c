@@ -27,6 +27,8 @@
 
 /* Yields before blocking when ranks outnumber CPUs. */
 #define OVERSUBSCRIBED_YIELDS 32
+/* A timer due sooner than this is waited for by polling, not sleeping. */
+#define SHORT_SLEEP_NS 50000u
 
 /* Sets or clears the flags that make peers ring our doorbell. Setting
  * needs the store-load fence before the caller rechecks (fm_fence_slow);
@@ -108,23 +110,37 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     for (;;) {
         if (ctx->net)
             fm_netlink_progress(ctx, 1);
-        /* Sleep until the caller's deadline or the network's next timer. */
+        /* Sleep until the caller's deadline or the network's next timer
+         * (loss detection waits a round trip: microseconds, not ms). */
         uint64_t wake = deadline;
         if (ctx->net)
             wake = FM_MIN(wake, fm_netlink_deadline(ctx));
-        int ms = -1;
-        if (wake != UINT64_MAX)
-            ms = now >= wake ? 0 : (int)((wake - now + 999999u) / 1000000u);
         /* An endpoint that is not open yet rings no doorbell: poll for it. */
         if (ep->want_open)
-            ms = ms < 0 ? 1 : FM_MIN(ms, 1);
+            wake = FM_MIN(wake, now + 1000000u);
+        now = fm_now_ns();
+        if (wake != UINT64_MAX && wake <= now + SHORT_SLEEP_NS) {
+            /* Too soon to be worth a sleep: poll until then. */
+            while (fm_now_ns() < wake) {
+                if (ctx->net)
+                    fm_netlink_progress(ctx, 1);
+                if (fm_ep_ready(ep))
+                    return 0;
+                fm_cpu_relax();
+            }
+            if (fm_now_ns() >= deadline)
+                return FM_ETIMEDOUT;
+            continue;
+        }
         arm(ep, 1);
         if (fm_ep_ready(ep)) {
             arm(ep, 0);
             return 0;
         }
         struct epoll_event ev[2];
-        int n = epoll_wait(ep->epfd, ev, 2, ms);
+        struct timespec ts = {.tv_sec = (time_t)((wake - now) / 1000000000u),
+                              .tv_nsec = (long)((wake - now) % 1000000000u)};
+        int n = epoll_pwait2(ep->epfd, ev, 2, wake == UINT64_MAX ? NULL : &ts, NULL);
         int err = n < 0 ? errno : 0; /* before the calls below change errno */
         arm(ep, 0);
         for (int i = 0; i < n; i++) {

@@ -263,7 +263,7 @@ static void print_header(const struct opts *o, const struct job *j)
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
     printf("# %d ranks, %s receiver%s%s%s\n", o->test == T_RING ? j->size : 2,
            o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
-           o->peer ? o->peer : "", o->peer ? " on loopback" : "");
+           o->peer ? o->peer : "", "");
     printf("%10s", "size");
     if (o->test == T_SWEEP)
         printf(" %7s", "window");

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The network path, measured between two network namespaces joined by a
+# veth pair (two "hosts" on this machine), next to kernel UDP and TCP
+# between the same namespaces and iperf3. Prints JSON lines on stdout.
+#   bench/net.sh [--quick]        (root; run by bench/run.sh)
+set -u
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+FMRUN=build/release/tools/fmrun
+FMPERF=build/release/tools/fmperf
+log() { printf 'net.sh: %s\n' "$*" >&2; }
+[ "$(id -u)" -eq 0 ] || { log "skipped: needs root for network namespaces"; exit 0; }
+
+a=fmbA$$ b=fmbB$$ va=fmbva$$ vb=fmbvb$$
+cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
+trap cleanup EXIT
+ip netns add "$a" && ip netns add "$b" && ip link add "$va" type veth peer name "$vb" &&
+  ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" &&
+  ip -n "$a" addr add 10.66.0.1/24 dev "$va" && ip -n "$b" addr add 10.66.0.2/24 dev "$vb" &&
+  ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up &&
+  ip -n "$a" link set lo up && ip -n "$b" link set lo up || { log "cannot create namespaces"; exit 1; }
+export FM_RAILS=10.66.0.0/24
+
+# perf ARGS: fmperf between the two hosts, labelled as the network path.
+perf() {
+  local test=$1
+  shift
+  log "fmperf $test $*"
+  timeout 600 "$FMRUN" --hosts "$a,$b" --launcher "ip netns exec {host}" -n 2 "$FMPERF" "$test" \
+    --label fastmsg-net --json "$@" || log "fmperf $test $* failed"
+}
+# iperf3 ROUND: one TCP stream for 3 s, as a JSON line in fmperf's format.
+iperf() {
+  ip netns exec "$b" iperf3 -s -1 >/dev/null 2>&1 &
+  sleep 0.3
+  ip netns exec "$a" iperf3 -c 10.66.0.2 -t 3 -J 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6
+print(json.dumps({"test": "bw", "transport": "iperf3-tcp", "peer": "iperf3-tcp",
+                  "size": 1048576, "value": round(r, 1), "unit": "MB/s", "stat": "mean of 3 s",
+                  "ranks": 2, "round": int(sys.argv[1])}))' "$1"
+  wait
+}
+round() { sed "s/^{/{\"round\": $1, /"; }
+
+rounds=3
+[ $quick -eq 1 ] && rounds=1
+for r in $(seq 1 $rounds); do
+  log "network goal round $r of $rounds"
+  perf latency --sizes 8 --peer udp | round "$r"
+  perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
+  perf bw --sizes 1M | round "$r"
+  iperf "$r"
+  FM_FAULT=drop=0.01,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
+  perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
+done
+if [ $quick -eq 0 ]; then
+  perf latency --sizes 0,8,64,1K,4K,16K,64K,256K,1M --peer udp
+  perf latency --sizes 8,1K,64K --peer tcp
+  perf bw --sizes 8,512,4K,64K,1M,4M --peer tcp
+  perf connect --peer tcp
+  perf sweep --sizes 1K,4K,16K,64K --windows 1,4,16,64 --peer tcp
+fi
