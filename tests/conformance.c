@@ -695,6 +695,30 @@ static void case_linkdown(void)
     CHECK(silent < timeout + 1000000000u);
 }
 
+/*
+ * A rank that computes for longer than the network timeout without a
+ * fastmsg call, then answers: with FM_PROGRESS_THREAD=1 its heartbeats go
+ * on in the background and its peer does not declare it lost. (Over the
+ * network without the thread, the peer would; shared memory needs none.)
+ */
+static void case_compute(void)
+{
+    const char *t = getenv("FM_NET_TIMEOUT_MS");
+    uint64_t busy = (uint64_t)(t ? atoi(t) : 3000) * 2500000u; /* 2.5 timeouts, in ns */
+    barrier();
+    if (rank == 0) {
+        uint64_t t0 = now_ns();
+        volatile uint64_t x = 0;
+        while (now_ns() - t0 < busy)
+            x++;
+        expect_msg(1, 11, 100);
+        send_pattern(1, 12, 100);
+    } else if (rank == 1) {
+        send_pattern(0, 11, 100);
+        expect_msg(0, 12, 100);
+    }
+}
+
 static long rss_kib(void)
 {
     long pages = 0, rss = 0;
@@ -806,6 +830,7 @@ static const struct {
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},
+    {"compute", case_compute},
 };
 
 int main(int argc, char **argv)
