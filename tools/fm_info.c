@@ -2,7 +2,11 @@
  * configuration variable with its value and meaning. */
 #include "core/config.h"
 #include "fastmsg.h"
+#include "net/crc32c.h"
+#include "net/udp.h"
 #include "shm/ring.h"
+
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,11 +86,32 @@ int main(int argc, char **argv)
            shm_status(why, sizeof(why)),
            (cfg.transports & FM_TRANSPORT_SHM) ? "" : " (disabled by FM_TRANSPORTS)");
 
+    struct fm_udp *u = calloc(1, sizeof(*u));
+    char uerr[256];
+    if (u && fm_udp_open(u, cfg.rails, uerr, sizeof(uerr)) == 0) {
+        printf("  udp   reliable session over UDP between nodes: available on %s (%s, MTU %d, "
+               "%u bytes per packet%s%s)%s\n",
+               inet_ntoa(u->addr.sin_addr), u->ifname, u->mtu, u->payload,
+               u->gso ? ", GSO" : "", u->gro ? ", GRO" : "",
+               (cfg.transports & FM_TRANSPORT_UDP) ? "" : " (disabled by FM_TRANSPORTS)");
+        fm_udp_close(u);
+    } else {
+        printf("  udp   reliable session over UDP between nodes: unavailable: %s\n",
+               u ? uerr : "out of memory");
+    }
+    free(u);
+    printf("        packet checksum CRC32C: %s\n",
+           fm_crc32c_hw() ? "SSE4.2 instruction, three streams" : "table (no SSE4.2)");
+
     printf("\nlimits:\n");
     printf("  largest message per send (shm)  %lld bytes (FM_SHM_MAX_MSG; longer sends take "
            "a prefix)\n", (long long)cfg.shm_max_msg);
     printf("  receive ring per sender (shm)   %lld bytes (FM_SHM_RING_SIZE)\n",
            (long long)cfg.shm_ring_size);
+    printf("  largest message per send (udp)  %lld bytes (FM_NET_RING_SIZE / 4)\n",
+           (long long)cfg.net_ring_size / 4);
+    printf("  ring per network flow (udp)     %lld bytes (FM_NET_RING_SIZE), on both sides\n",
+           (long long)cfg.net_ring_size);
     printf("  endpoints per process           %lld (FM_EP_MAX)\n", (long long)cfg.ep_max);
     printf("  segments per received message   %d (FM_SEGS_MAX)\n", FM_SEGS_MAX);
     printf("  shared memory per process, L ranks on the node, E endpoints open, S sending\n"
