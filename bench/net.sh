@@ -23,12 +23,16 @@ ip netns add "$a" && ip netns add "$b" && ip link add "$va" type veth peer name 
 export FM_RAILS=10.66.0.0/24
 
 # perf ARGS: fmperf between the two hosts, labelled as the network path.
+# (Kernel peers are renamed tcp-net and udp-net: apart from the loopback
+# ones of the shared-memory runs.)
 perf() {
   local test=$1
   shift
   log "fmperf $test $*"
   timeout 600 "$FMRUN" --hosts "$a,$b" --launcher "ip netns exec {host}" -n 2 "$FMPERF" "$test" \
-    --label fastmsg-net --json "$@" || log "fmperf $test $* failed"
+    --label fastmsg-net --json "$@" |
+    sed 's/"transport": "\(tcp\|udp\)", "peer": "\(tcp\|udp\)"/"transport": "\1-net", "peer": "\2-net"/' ||
+    log "fmperf $test $* failed"
 }
 # iperf3 ROUND: one TCP stream for 3 s, as a JSON line in fmperf's format.
 iperf() {

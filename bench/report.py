@@ -74,7 +74,7 @@ class Results:
 
 
 ORDER = ["fastmsg", "fastmsg (in place)", "fastmsg-net", "fastmsg-net-drop1", "raw-2lines",
-         "raw-1line", "raw-spsc", "tcp", "udp", "iperf3-tcp", "openmpi-vader", "openmpi-ucx",
+         "raw-1line", "raw-spsc", "tcp", "udp", "tcp-net", "udp-net", "iperf3-tcp", "openmpi-vader", "openmpi-ucx",
          "mpich"]
 
 
@@ -177,20 +177,42 @@ def net_goals(rows):
                 f"{statistics.median(b[k] for k in common):.3f} | {r:.2f}x ({per}) | {goal} | "
                 f"{'met' if met else 'NOT met'} |")
 
-    out.append(row("8 B one-way latency (us)", "latency", 8, "fastmsg-net", "udp",
+    out.append(row("8 B one-way latency (us)", "latency", 8, "fastmsg-net", "udp-net",
                    "raw UDP ping-pong, busy-polled", "<= 1.15x", 1.15, True))
-    out.append(row("MsgRate 8 B (M msg/s)", "msgrate", 8, "fastmsg-net", "udp",
+    out.append(row("MsgRate 8 B (M msg/s)", "msgrate", 8, "fastmsg-net", "udp-net",
                    "raw UDP, no batching", "(UCX over TCP: 0.19 measured by the issue; goal 10x = 1.9)",
                    0, False))
     out.append(row("bandwidth 1 MiB (MB/s)", "bw", 1 << 20, "fastmsg-net", "iperf3-tcp",
                    "iperf3, one TCP stream", ">= 1x", 1, False))
-    out.append(row("connect per message, 128 B (us)", "connect", 128, "fastmsg-net", "tcp",
+    out.append(row("connect per message, 128 B (us)", "connect", 128, "fastmsg-net", "tcp-net",
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
-    out.append(row("connect per message, 4 KiB (us)", "connect", 4096, "fastmsg-net", "tcp",
+    out.append(row("connect per message, 4 KiB (us)", "connect", 4096, "fastmsg-net", "tcp-net",
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
     out.append(row("goodput with FM_FAULT=drop=0.01, 1 MiB (MB/s)", "bw", 1 << 20,
                    "fastmsg-net-drop1", "fastmsg-net", "loss-free", ">= 0.9x", 0.9, False))
     return out + [""]
+
+
+def sweep_table(rows):
+    """Seed 002's iperf figure: bandwidth by message length (rows) and window."""
+    sw = [r for r in rows if r["test"] == "sweep" and "round" not in r]
+    if not sw:
+        return []
+    out = []
+    for label in ordered({r["transport"] for r in sw}):
+        mine = [r for r in sw if r["transport"] == label]
+        wins = sorted({r["window"] for r in mine})
+        out += [f"### Sweep, {label}: bandwidth by message length and messages in flight", "",
+                "| length | " + " | ".join(f"W={w}" for w in wins) + " |",
+                "|---|" + "---|" * len(wins)]
+        for size in sorted({r["size"] for r in mine}):
+            cells = []
+            for w in wins:
+                v = [r["value"] for r in mine if r["size"] == size and r["window"] == w]
+                cells.append(fmt(statistics.median(v), "MB/s") if v else "-")
+            out.append(f"| {human(size)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
 
 
 def main():
@@ -218,7 +240,7 @@ def main():
     md += table(res, "allreduce", "8 B MPI_Allreduce, 4 ranks on 2 cores (for reference)", ranks=4)
     md += table(res, "idle", "CPU share of a rank blocked in fm_wait")
     md += table(res, "connect", "Connection per message (seed 002): open, send, receive, close")
-    md += table(res, "sweep", "Sweep of message length (rows) x window (see JSON for each window)")
+    md += sweep_table(rows)
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:
