@@ -20,7 +20,8 @@ step "ASan + UBSan build"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFM_WERROR=ON \
       -DFM_SANITIZE=address,undefined >/dev/null
 cmake --build build/sanitize
-(cd build/sanitize && ctest --output-on-failure -j "$jobs")
+supp=$PWD/tests/lsan.supp
+(cd build/sanitize && LSAN_OPTIONS=suppressions=$supp ctest --output-on-failure -j "$jobs")
 
 step "fuzz targets, ${fuzz_seconds}s each (clang, libFuzzer + ASan + UBSan)"
 CC=clang-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFM_FUZZ=ON \

@@ -6,6 +6,8 @@
 #ifndef FM_BOOT_H
 #define FM_BOOT_H
 
+#include "pmi_conn.h"
+
 #include <stddef.h>
 
 #define FM_BOOT_VAL_MAX 1024 /* longest value every launcher accepts */
@@ -16,7 +18,8 @@ struct fm_boot_ops {
     const char *name;
     /* Publishes key=val for this rank; visible to others after fence. */
     int (*put)(struct fm_boot *b, const char *key, const char *val);
-    /* Collective: every rank's puts become visible to all. */
+    /* Collective: every rank's puts become visible to all, and no rank
+     * returns before every rank has entered it. */
     int (*fence)(struct fm_boot *b);
     /* Reads key as published by `rank` (after a fence). FM_EBOOT if missing. */
     int (*get)(struct fm_boot *b, int rank, const char *key, char *val, size_t len);
@@ -28,8 +31,8 @@ struct fm_boot {
     int rank;
     int size;
     int *node_of;         /* node index of every rank, from the launcher */
-    char job[128];        /* job name (kvs name), unique per job */
-    int fd;               /* PMI-1: the launcher's socket */
+    char job[256];          /* job name (kvs name, PMIx namespace), unique per job */
+    struct fm_pmi_conn pmi; /* PMI-1 and PMI-2: the connection to the launcher */
 };
 
 /*
@@ -42,6 +45,8 @@ void fm_boot_close(struct fm_boot *b);
 
 /* The bootstraps. */
 int fm_boot_pmi1_open(struct fm_boot *b, char *err, size_t errlen);
+int fm_boot_pmi2_open(struct fm_boot *b, char *err, size_t errlen);
+int fm_boot_pmix_open(struct fm_boot *b, char *err, size_t errlen);
 int fm_boot_singleton_open(struct fm_boot *b, char *err, size_t errlen);
 
 #endif

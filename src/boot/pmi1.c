@@ -1,6 +1,7 @@
 /*
- * PMI-1 client over the socket the launcher passes in PMI_FD (fmrun, MPICH's
- * mpiexec.hydra). Requests and replies alternate, one line each.
+ * PMI-1 client (fmrun, MPICH's mpiexec.hydra, srun --mpi=pmi2 also answers
+ * it). Requests and replies alternate, one line each, over the socket in
+ * PMI_FD or a TCP connection to PMI_PORT.
  */
 #include "boot.h"
 #include "nodemap.h"
@@ -9,65 +10,20 @@
 #include "core/log.h"
 #include "fastmsg.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* Reply buffer: a reply may arrive in pieces; one line is taken at a time. */
-static char rbuf[FM_PMI_LINE_MAX + 1];
-static size_t rlen;
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Reads one reply line into line[] (NUL-terminated, without newline). */
-static int read_line(int fd, char *line)
-{
-    for (;;) {
-        char *nl = memchr(rbuf, '\n', rlen);
-        if (nl) {
-            size_t n = (size_t)(nl - rbuf);
-            memcpy(line, rbuf, n);
-            line[n] = '\0';
-            rlen -= n + 1;
-            memmove(rbuf, nl + 1, rlen);
-            return 0;
-        }
-        if (rlen == FM_PMI_LINE_MAX)
-            return -1; /* a line longer than the protocol allows */
-        ssize_t n = read(fd, rbuf + rlen, FM_PMI_LINE_MAX - rlen);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        rlen += (size_t)n;
-    }
-}
 
 /* Sends a request and parses the reply, which must be cmd=expect. */
 static int transact(struct fm_boot *b, const char *req, const char *expect, char *line,
                     struct fm_pmi_msg *reply)
 {
-    if (write_all(b->fd, req, strlen(req)) < 0) {
-        fm_error("boot", "pmi1: cannot write to the launcher (PMI_FD=%d): %s", b->fd,
-                 strerror(errno));
+    if (fm_pmi_conn_write(&b->pmi, req, strlen(req)) < 0) {
+        fm_error("boot", "pmi1: the connection to the launcher is gone");
         return FM_EBOOT;
     }
-    if (read_line(b->fd, line) < 0) {
-        fm_error("boot", "pmi1: the launcher closed PMI_FD=%d or sent a line too long", b->fd);
+    if (fm_pmi_conn_line(&b->pmi, line, FM_PMI_LINE_MAX + 1) < 0) {
+        fm_error("boot", "pmi1: the launcher closed the connection or sent a line too long");
         return FM_EBOOT;
     }
     const char *cmd;
@@ -136,10 +92,9 @@ static int pmi1_finalize(struct fm_boot *b)
     char line[FM_PMI_LINE_MAX + 1];
     struct fm_pmi_msg r;
     int rc = 0;
-    if (b->fd >= 0) {
+    if (b->pmi.fd >= 0) {
         rc = transact(b, "cmd=finalize\n", "finalize_ack", line, &r);
-        close(b->fd);
-        b->fd = -1;
+        fm_pmi_conn_close(&b->pmi);
     }
     return rc;
 }
@@ -152,16 +107,33 @@ static const struct fm_boot_ops pmi1_ops = {
     .finalize = pmi1_finalize,
 };
 
-static int env_int(const char *name, int *out)
+/* Reads the "cmd=set name=N" the launcher sends after initack in port mode. */
+static int read_set(struct fm_boot *b, const char *name, int *out)
 {
-    const char *s = getenv(name);
+    char line[FM_PMI_LINE_MAX + 1];
+    struct fm_pmi_msg r;
+    const char *cmd, *v;
     char *end;
-    if (!s)
+    if (fm_pmi_conn_line(&b->pmi, line, sizeof(line)) < 0 || fm_pmi_parse(line, &r) < 0 ||
+        !(cmd = fm_pmi_get(&r, "cmd")) || strcmp(cmd, "set") != 0 || !(v = fm_pmi_get(&r, name)))
         return -1;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > (1 << 30))
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < 0 || x > (1 << 30))
         return -1;
-    *out = (int)v;
+    *out = (int)x;
+    return 0;
+}
+
+/* Port mode: the process says which one it is and learns its rank. */
+static int port_handshake(struct fm_boot *b)
+{
+    char req[64], line[FM_PMI_LINE_MAX + 1];
+    struct fm_pmi_msg r;
+    int debug;
+    snprintf(req, sizeof(req), "cmd=initack pmiid=%d\n", b->pmi.id);
+    if (transact(b, req, "initack", line, &r) || read_set(b, "size", &b->size) ||
+        read_set(b, "rank", &b->rank) || read_set(b, "debug", &debug))
+        return -1;
     return 0;
 }
 
@@ -169,21 +141,29 @@ int fm_boot_pmi1_open(struct fm_boot *b, char *err, size_t errlen)
 {
     char line[FM_PMI_LINE_MAX + 1], map[FM_BOOT_VAL_MAX];
     struct fm_pmi_msg r;
-    rlen = 0;
-    if (env_int("PMI_FD", &b->fd) || env_int("PMI_RANK", &b->rank) ||
-        env_int("PMI_SIZE", &b->size) || b->size < 1 || b->rank >= b->size) {
-        snprintf(err, errlen,
-                 "pmi1 bootstrap: PMI_FD, PMI_RANK and PMI_SIZE must be set to numbers "
-                 "(start the program with fmrun or mpiexec.hydra)");
-        b->fd = -1;
+    if (fm_pmi_conn_open(&b->pmi, "pmi1", err, errlen) < 0)
         return FM_EBOOT;
-    }
     b->ops = &pmi1_ops;
+    if (b->pmi.by_port) {
+        if (port_handshake(b) < 0) {
+            snprintf(err, errlen,
+                     "pmi1 bootstrap: the launcher at PMI_PORT=%s did not accept PMI_ID=%d",
+                     getenv("PMI_PORT"), b->pmi.id);
+            goto err_close;
+        }
+    } else if (fm_env_int("PMI_RANK", &b->rank) || fm_env_int("PMI_SIZE", &b->size)) {
+        snprintf(err, errlen, "pmi1 bootstrap: PMI_FD is set but PMI_RANK and PMI_SIZE are not "
+                              "numbers (start the program with fmrun or mpiexec.hydra)");
+        goto err_close;
+    }
+    if (b->size < 1 || b->rank >= b->size) {
+        snprintf(err, errlen, "pmi1 bootstrap: rank %d is not in a job of %d", b->rank, b->size);
+        goto err_close;
+    }
     if (transact(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init", line,
                  &r) ||
         transact(b, "cmd=get_my_kvsname\n", "my_kvsname", line, &r)) {
-        snprintf(err, errlen, "pmi1 bootstrap: the launcher on PMI_FD=%d does not speak PMI-1",
-                 b->fd);
+        snprintf(err, errlen, "pmi1 bootstrap: the launcher does not speak PMI-1");
         goto err_close;
     }
     const char *kvs = fm_pmi_get(&r, "kvsname");
@@ -206,8 +186,7 @@ int fm_boot_pmi1_open(struct fm_boot *b, char *err, size_t errlen)
     return 0;
 
 err_close:
-    close(b->fd);
-    b->fd = -1;
+    fm_pmi_conn_close(&b->pmi);
     b->ops = NULL;
     return FM_EBOOT;
 }

@@ -45,3 +45,63 @@ const char *fm_pmi_get(const struct fm_pmi_msg *msg, const char *key)
             return msg->arg[i].val;
     return NULL;
 }
+
+int fm_pmi2_parse(char *buf, size_t len, struct fm_pmi_msg *msg)
+{
+    msg->nargs = 0;
+    buf[len] = '\0';
+    if (len == 0 || buf[len - 1] != ';' || memchr(buf, '\0', len))
+        return -1;
+    size_t i = 0;
+    while (i < len) {
+        char *key = buf + i;
+        while (i < len && buf[i] != '=' && buf[i] != ';')
+            i++;
+        if (i == len || buf[i] != '=' || buf + i == key || msg->nargs == FM_PMI_ARGS_MAX)
+            return -1;
+        buf[i++] = '\0';
+        /* The value ends at a single ';'; ";;" is an escaped ';'. */
+        char *val = buf + i, *out = val;
+        for (;;) {
+            if (i == len)
+                return -1;
+            if (buf[i] == ';') {
+                if (i + 1 < len && buf[i + 1] == ';') {
+                    *out++ = ';';
+                    i += 2;
+                    continue;
+                }
+                i++;
+                break;
+            }
+            *out++ = buf[i++];
+        }
+        *out = '\0';
+        msg->arg[msg->nargs].key = key;
+        msg->arg[msg->nargs].val = val;
+        msg->nargs++;
+    }
+    return strcmp(msg->arg[0].key, "cmd") == 0 ? 0 : -1;
+}
+
+int fm_pmi2_append(char *buf, size_t cap, size_t *len, const char *key, const char *val)
+{
+    size_t n = *len, klen = strlen(key);
+    if (n + klen + 1 > cap)
+        return -1;
+    memcpy(buf + n, key, klen);
+    n += klen;
+    buf[n++] = '=';
+    for (const char *v = val; *v; v++) {
+        if (n + 2 > cap)
+            return -1;
+        if (*v == ';')
+            buf[n++] = ';';
+        buf[n++] = *v;
+    }
+    if (n + 1 > cap)
+        return -1;
+    buf[n++] = ';';
+    *len = n;
+    return 0;
+}

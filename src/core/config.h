@@ -30,8 +30,10 @@ typedef char fm_cfg_str[256];
     X(log, FM_CFG_WORD, "FM_LOG", "error", 0, 0, "none,error,warn,info,debug",           \
       "what the library prints to stderr: errors that make a call fail say what to "     \
       "change; warn adds degraded paths, info the choices made, debug every event")      \
-    X(bootstrap, FM_CFG_WORD, "FM_BOOTSTRAP", "auto", 0, 0, "auto,pmi1,singleton",       \
-      "how the process joins its job: auto takes PMI-1 when PMI_FD is set, else a "      \
+    X(bootstrap, FM_CFG_WORD, "FM_BOOTSTRAP", "auto", 0, 0,                              \
+      "auto,pmi1,pmi2,pmix,singleton",                                                   \
+      "how the process joins its job: auto takes PMIx when PMIX_NAMESPACE is set, "      \
+      "PMI-2 when PMI_JOBID is (Slurm), PMI-1 when PMI_FD or PMI_PORT is, else a "       \
       "singleton of size 1")                                                             \
     X(transports, FM_CFG_LIST, "FM_TRANSPORTS", "shm,udp", 0, 0, "shm,udp",              \
       "links that may be used: shm between ranks of one node, udp between nodes; "       \
@@ -115,7 +117,7 @@ void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
                       char *buf, size_t len);
 
 /* Indices of FM_BOOTSTRAP words and bits of FM_TRANSPORTS. */
-enum { FM_BOOT_AUTO, FM_BOOT_PMI1, FM_BOOT_SINGLETON };
+enum { FM_BOOT_AUTO, FM_BOOT_PMI1, FM_BOOT_PMI2, FM_BOOT_PMIX, FM_BOOT_SINGLETON };
 enum { FM_TRANSPORT_SHM = 1 << 0, FM_TRANSPORT_UDP = 1 << 1 };
 
 #endif

@@ -144,6 +144,7 @@ int fm_init(fm_ctx **out)
         goto err_free;
     ctx->rank = ctx->boot.rank;
     ctx->size = ctx->boot.size;
+    fm_log_set_rank(ctx->rank);
     ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
     ctx->lost = calloc((size_t)ctx->size, sizeof(*ctx->lost));
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);

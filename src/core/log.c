@@ -26,9 +26,15 @@ void fm_log_init(void)
         int l = fm_log_parse_level(s);
         fm_log_level_cur = l >= 0 ? l : FM_LOG_WARN;
     }
+    /* The rank is known for sure only after the bootstrap; until then the
+     * launcher's variables name it, where they do. */
     const char *r = getenv("PMI_RANK");
+    if (!r)
+        r = getenv("PMIX_RANK");
     log_rank = r ? atoi(r) : -1;
 }
+
+void fm_log_set_rank(int rank) { log_rank = rank; }
 
 void fm_log_write(int level, const char *subsys, const char *fmt, ...)
 {

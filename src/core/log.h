@@ -15,6 +15,8 @@ enum fm_log_level {
 extern int fm_log_level_cur;
 
 void fm_log_init(void);
+/* Lines name this rank from now on. */
+void fm_log_set_rank(int rank);
 /* Parses a level name; returns -1 if unknown. */
 int fm_log_parse_level(const char *s);
 void fm_log_write(int level, const char *subsys, const char *fmt, ...)

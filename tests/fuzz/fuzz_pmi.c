@@ -1,5 +1,5 @@
-/* libFuzzer target: the launcher-facing parsers (PMI-1 lines, the process
- * mapping, configuration values) on arbitrary bytes. */
+/* libFuzzer target: the launcher-facing parsers (PMI-1 lines, PMI-2 frames,
+ * the process mapping, configuration values) on arbitrary bytes. */
 #include "boot/nodemap.h"
 #include "boot/pmi_wire.h"
 #include "core/config.h"
@@ -29,6 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)fm_pmi_get(&msg, "cmd");
     }
     (void)fm_pmi_token_ok(line);
+
+    char frame[FM_PMI2_MSG_MAX + 1];
+    size_t fn = size < FM_PMI2_MSG_MAX ? size : FM_PMI2_MSG_MAX;
+    memcpy(frame, data, fn);
+    if (fm_pmi2_parse(frame, fn, &msg) == 0)
+        for (int i = 0; i < msg.nargs; i++)
+            if (!msg.arg[i].key[0] || msg.arg[i].key < frame || msg.arg[i].val > frame + fn)
+                abort();
 
     int node[64];
     if (fm_nodemap_parse(line, 64, node) == 0)

@@ -464,7 +464,7 @@ int main(int argc, char **argv)
                     char why[96];
                     describe_status(why, sizeof(why), st);
                     fprintf(stderr, "%s: rank %d (pid %d) %s%s\n", prog_name, i, (int)pid, why,
-                            !pmi_server_initialized(pmi, i) ? " before it called fm_init"
+                            !pmi_server_initialized(pmi, i) ? " before it joined the job (no PMI init)"
                                                             : "");
                     if (first_fail < 0) {
                         first_fail = i;
