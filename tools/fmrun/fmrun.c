@@ -1,16 +1,21 @@
 /*
- * fmrun: starts N ranks of a program on this machine, serves them PMI-1,
- * forwards their output, and ends the job when a rank fails.
+ * fmrun: starts N ranks of a program on this machine or on a list of hosts,
+ * serves them PMI-1, forwards their output, and ends the job when a rank
+ * fails. Ranks on this machine inherit their PMI socket; ranks started on
+ * other hosts through a launcher (ssh) connect back over TCP (PMI_PORT).
  */
+#include "pmi_listen.h"
 #include "pmi_server.h"
 
 #include "boot/nodemap.h"
 #include "fastmsg.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +32,9 @@
 
 /* How long ranks get to exit after SIGTERM before SIGKILL. */
 #define TERM_GRACE_MS 2000
+/* After this long in the fence, ranks that never called fm_init are named. */
+#define INIT_WARN_S 10
+#define DEFAULT_LAUNCHER "ssh -x -o BatchMode=yes {host}"
 
 struct rank {
     pid_t pid;
@@ -50,6 +58,9 @@ struct opts {
     char *hosts[HOSTS_MAX]; /* --hosts: where the ranks run, in blocks */
     int nhosts;
     const char *launcher;   /* --launcher: command template with {host} */
+    const char *pmi_addr;   /* --pmi-addr: where remote ranks reach fmrun */
+    int init_timeout;       /* --init-timeout: seconds, 0 for none */
+    char pmi_port[96];      /* PMI_PORT for remote ranks */
     char **argv;
 };
 
@@ -59,12 +70,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s -n N [options] program [args...]\n"
-            "Starts N ranks of program on this machine and serves them PMI-1.\n"
+            "Starts N ranks of program and serves them PMI-1.\n"
             "\n"
             "  -n, --np N          number of ranks (required)\n"
-            "      --hosts A,B,..  run the ranks on these hosts, in equal blocks\n"
+            "      --hosts A,B,..  run the ranks on these hosts, in equal blocks; they\n"
+            "                      reach fmrun's PMI over TCP\n"
             "      --launcher CMD  how to start a rank on a host; {host} is replaced\n"
-            "                      (e.g. 'ip netns exec {host}'); needed with --hosts\n"
+            "                      (default '" DEFAULT_LAUNCHER "';\n"
+            "                      e.g. 'ip netns exec {host}')\n"
+            "      --pmi-addr A    the address remote ranks reach fmrun by (default:\n"
+            "                      the one this machine routes to the first host from)\n"
+            "      --init-timeout S  end the job when ranks wait S seconds in fm_init\n"
+            "                      for ranks that never call it (default: only say so\n"
+            "                      after %d s)\n"
             "      --tag-output    prefix every output line with [rank]\n"
             "      --bind-to WHAT  core (default: rank i on CPU i mod CPUs) or none\n"
             "      --keep-going    when a rank fails, let the others run on\n"
@@ -73,7 +91,7 @@ static void usage(FILE *f)
             "\n"
             "The exit status is that of the first rank that failed (128+signal when\n"
             "killed), or 0.\n",
-            prog_name);
+            prog_name, INIT_WARN_S);
 }
 
 static int die_usage(const char *fmt, const char *arg)
@@ -93,6 +111,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"keep-going", no_argument, NULL, 'k'},
         {"hosts", required_argument, NULL, 'H'},
         {"launcher", required_argument, NULL, 'L'},
+        {"pmi-addr", required_argument, NULL, 'P'},
+        {"init-timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -135,6 +155,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                           "'%s'", optarg);
             o->launcher = optarg;
             break;
+        case 'P': o->pmi_addr = optarg; break;
+        case 'T': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 86400)
+                die_usage("--init-timeout needs seconds from 1 to 86400, not '%s'", optarg);
+            o->init_timeout = (int)v;
+            break;
+        }
         case 'h': usage(stdout); exit(0);
         case 'V': printf("fmrun (fastmsg) %s\n", FM_VERSION_STRING); exit(0);
         default: die_usage("%s", "unknown option");
@@ -145,9 +174,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (optind >= argc)
         die_usage("%s", "the program to run is missing");
     if (o->nhosts && !o->launcher)
-        die_usage("%s", "--hosts needs --launcher (for example --launcher 'ip netns exec {host}')");
+        o->launcher = DEFAULT_LAUNCHER;
     if (o->launcher && !o->nhosts)
         die_usage("%s", "--launcher needs --hosts");
+    if (o->pmi_addr && !o->nhosts)
+        die_usage("%s", "--pmi-addr needs --hosts");
     o->argv = argv + optind;
     return 0;
 }
@@ -208,43 +239,107 @@ static void set_env_int(const char *name, int v)
     setenv(name, buf, 1);
 }
 
-/* In the child: becomes rank `rank` and execs the program. Reports an exec
- * failure through errpipe. */
-/* The launcher's words with {host} replaced, then the program and its
- * arguments: what a rank on `host` executes. */
-static char **launch_argv(const struct opts *o, const char *host)
+/* A word for a remote shell: single-quoted, with ' written as '\''. */
+static char *shell_quote(const char *w)
 {
-    static char buf[4096];
-    char *argv[512];
-    int n = 0;
-    size_t len = 0;
-    const char *t = o->launcher;
-    while (*t && n < 256) {
+    size_t n = 3;
+    for (const char *c = w; *c; c++)
+        n += *c == '\'' ? 4 : 1;
+    char *q = malloc(n), *o = q;
+    if (!q)
+        _exit(127);
+    *o++ = '\'';
+    for (const char *c = w; *c; c++) {
+        if (*c == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *c;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
+}
+
+/* Whether the launcher hands the command to a shell on the other side. */
+static int launcher_uses_shell(const char *launcher)
+{
+    char word[256];
+    if (sscanf(launcher, "%255s", word) != 1)
+        return 0;
+    const char *base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
+    return strcmp(base, "ssh") == 0 || strcmp(base, "rsh") == 0;
+}
+
+/*
+ * What a rank on `host` executes: the launcher's words with {host}
+ * replaced, then `env` with the PMI_PORT coordinates and every FM_*
+ * variable (a remote shell does not inherit fmrun's environment), then the
+ * program and its arguments. For ssh and rsh, which hand the command to a
+ * shell, the words are quoted and preceded by a cd to fmrun's directory.
+ */
+static char **launch_argv(const struct opts *o, const char *host, int rank)
+{
+    extern char **environ;
+    size_t cap = 8 + strlen(o->launcher), n = 0; /* no more words than characters */
+    for (char **e = environ; *e; e++)
+        cap++;
+    for (char **a = o->argv; *a; a++)
+        cap++;
+    char **argv = malloc(sizeof(char *) * cap);
+    if (!argv)
+        _exit(127);
+    for (const char *t = o->launcher; *t;) {
         while (*t == ' ')
             t++;
         if (!*t)
             break;
-        argv[n++] = buf + len;
-        while (*t && *t != ' ' && len + 256 < sizeof(buf)) {
+        size_t len = strcspn(t, " ");
+        char *w = malloc(len + strlen(host) * 4 + 1), *out = w;
+        if (!w)
+            _exit(127);
+        for (const char *end = t + len; t < end;) {
             if (strncmp(t, "{host}", 6) == 0) {
-                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s", host);
+                out += sprintf(out, "%s", host);
                 t += 6;
             } else {
-                buf[len++] = *t++;
+                *out++ = *t++;
             }
         }
-        buf[len++] = '\0';
+        *out = '\0';
+        argv[n++] = w;
     }
-    for (char **a = o->argv; *a && n < 510; a++)
+    int shell = launcher_uses_shell(o->launcher);
+    char cwd[PATH_MAX];
+    if (shell && getcwd(cwd, sizeof(cwd))) {
+        /* A remote shell starts in the home directory; ranks start where
+         * fmrun was started, as with mpirun, so relative paths work. */
+        argv[n++] = "cd";
+        argv[n++] = shell_quote(cwd);
+        argv[n++] = "&&";
+    }
+    size_t first_remote = n;
+    char port[128], id[32];
+    snprintf(port, sizeof(port), "PMI_PORT=%s", o->pmi_port);
+    snprintf(id, sizeof(id), "PMI_ID=%d", rank);
+    argv[n++] = "env";
+    argv[n++] = strdup(port);
+    argv[n++] = strdup(id);
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "FM_", 3) == 0)
+            argv[n++] = *e;
+    for (char **a = o->argv; *a; a++)
         argv[n++] = *a;
     argv[n] = NULL;
-    char **out = malloc(sizeof(char *) * (size_t)(n + 1));
-    if (!out)
-        _exit(127);
-    memcpy(out, argv, sizeof(char *) * (size_t)(n + 1));
-    return out;
+    if (shell)
+        for (size_t i = first_remote; i < n; i++)
+            argv[i] = shell_quote(argv[i]);
+    return argv;
 }
 
+/* In the child: becomes rank `rank` and execs the program (through the
+ * launcher for a remote rank). Reports an exec failure through errpipe. */
 static void child(const struct opts *o, int rank, const char *host, int pmi_fd, int out[2],
                   int err[2], int cpu, pid_t parent, int errpipe)
 {
@@ -265,20 +360,45 @@ static void child(const struct opts *o, int rank, const char *host, int pmi_fd, 
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
     }
-    /* The PMI socket is the only descriptor of fmrun's the rank inherits. */
-    int fd = fcntl(pmi_fd, F_DUPFD, 3);
-    fcntl(fd, F_SETFD, 0);
-    set_env_int("PMI_FD", fd);
-    set_env_int("PMI_RANK", rank);
-    set_env_int("PMI_SIZE", o->n);
     char **argv = o->argv;
-    if (o->launcher)
-        argv = launch_argv(o, host);
+    if (host) {
+        argv = launch_argv(o, host, rank);
+    } else {
+        /* The PMI socket is the only descriptor of fmrun's the rank inherits. */
+        int fd = fcntl(pmi_fd, F_DUPFD, 3);
+        fcntl(fd, F_SETFD, 0);
+        set_env_int("PMI_FD", fd);
+        set_env_int("PMI_RANK", rank);
+        set_env_int("PMI_SIZE", o->n);
+    }
     execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(errpipe, &e, sizeof(e));
     (void)w;
     _exit(127);
+}
+
+/*
+ * The address a rank on `host` reaches this machine by: the source address
+ * of the route to it, or else this machine's name, as hydra does.
+ */
+static void default_pmi_addr(const char *host, char *buf, size_t len)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res;
+    if (getaddrinfo(host, "9", &hints, &res) == 0) {
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in me;
+        socklen_t sl = sizeof(me);
+        int ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+                 getsockname(fd, (struct sockaddr *)&me, &sl) == 0;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        if (ok && inet_ntop(AF_INET, &me.sin_addr, buf, (socklen_t)len))
+            return;
+    }
+    if (gethostname(buf, len) != 0)
+        snprintf(buf, len, "localhost");
 }
 
 static void describe_status(char *buf, size_t len, int status)
@@ -327,6 +447,266 @@ static void kill_all(struct rank *r, int n, int sig)
             kill(r[i].pid, sig);
 }
 
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* The job as fmrun runs it. */
+struct job {
+    struct opts *o;
+    struct rank *ranks;
+    struct pmi_server *pmi;
+    struct pmi_listen *listen; /* --hosts: remote ranks connect here */
+    int *attached;             /* by rank: its PMI connection arrived */
+    int running;
+    int first_fail;
+    int code;
+    long long kill_at;         /* ms: SIGKILL after SIGTERM */
+    long long waiting_since;   /* ms: ranks wait in a fence for absent ones */
+    int warned;
+};
+
+static void end_job(struct job *j, long long now)
+{
+    kill_all(j->ranks, j->o->n, SIGTERM);
+    if (!j->kill_at)
+        j->kill_at = now + TERM_GRACE_MS;
+}
+
+/* Forks every rank; returns 0 or an exit status for fmrun. */
+static int start_ranks(struct job *j)
+{
+    struct opts *o = j->o;
+    int *cpus = malloc(sizeof(int) * CPU_SETSIZE);
+    if (!cpus)
+        return 1;
+    int ncpus = o->bind_core && !o->nhosts ? allowed_cpus(cpus, CPU_SETSIZE) : 0;
+    int nhosts = o->nhosts ? o->nhosts : 1;
+    int per_host = (o->n + nhosts - 1) / nhosts;
+    pid_t self = getpid();
+    for (int i = 0; i < o->n; i++) {
+        int sv[2] = {-1, -1}, out[2], err[2], ep[2];
+        if ((!o->nhosts && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) ||
+            pipe2(ep, O_CLOEXEC) < 0 ||
+            (o->tag_output && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0))) {
+            fprintf(stderr, "%s: cannot start rank %d: %s\n", prog_name, i, strerror(errno));
+            kill_all(j->ranks, i, SIGKILL);
+            free(cpus);
+            return 1;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "%s: cannot fork rank %d: %s\n", prog_name, i, strerror(errno));
+            kill_all(j->ranks, i, SIGKILL);
+            free(cpus);
+            return 1;
+        }
+        if (pid == 0)
+            child(o, i, o->nhosts ? o->hosts[i / per_host] : NULL, sv[1],
+                  o->tag_output ? out : NULL, err, ncpus ? cpus[i % ncpus] : -1, self, ep[1]);
+        close(ep[1]);
+        int e;
+        if (read(ep[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+            fprintf(stderr, "%s: cannot execute '%s': %s\n", prog_name,
+                    o->nhosts ? o->launcher : o->argv[0], strerror(e));
+            kill_all(j->ranks, i, SIGKILL);
+            free(cpus);
+            return 126;
+        }
+        close(ep[0]);
+        struct rank *r = &j->ranks[i];
+        r->pid = pid;
+        r->out_fd = r->err_fd = -1;
+        if (o->tag_output) {
+            close(out[1]);
+            close(err[1]);
+            r->out_fd = out[0];
+            r->err_fd = err[0];
+        }
+        if (!o->nhosts) {
+            close(sv[1]);
+            pmi_server_attach(j->pmi, i, sv[0]);
+            j->attached[i] = 1;
+        }
+    }
+    free(cpus);
+    return 0;
+}
+
+static void rank_exited(struct job *j, int i, int st, long long now)
+{
+    struct rank *r = &j->ranks[i];
+    r->exited = 1;
+    r->status = st;
+    j->running--;
+    pmi_server_rank_exited(j->pmi, i);
+    if (st == 0 || j->kill_at)
+        return; /* a success, or a rank fmrun itself is ending */
+    char why[96];
+    describe_status(why, sizeof(why), st);
+    int joined = pmi_server_initialized(j->pmi, i);
+    fprintf(stderr, "%s: rank %d (pid %d) %s%s\n", prog_name, i, (int)r->pid, why,
+            joined ? "" : " before it joined the job (no PMI init)");
+    /* ssh says 255 when it cannot reach the host or log in. */
+    if (!joined && j->o->nhosts && WIFEXITED(st) && WEXITSTATUS(st) == 255)
+        fprintf(stderr, "%s: the launcher '%s' failed for rank %d: is its host reachable?\n",
+                prog_name, j->o->launcher, i);
+    if (j->first_fail >= 0)
+        return;
+    j->first_fail = i;
+    j->code = status_code(st);
+    if (!j->o->keep_going) {
+        fprintf(stderr, "%s: ending the job (--keep-going lets the other ranks run on)\n",
+                prog_name);
+        end_job(j, now);
+    }
+}
+
+static void handle_signals(struct job *j, int sfd, long long now)
+{
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD)
+            continue;
+        /* Ctrl-C or a kill of fmrun: pass it on, then insist. */
+        kill_all(j->ranks, j->o->n, (int)si.ssi_signo);
+        if (!j->kill_at)
+            j->kill_at = now + TERM_GRACE_MS;
+        if (j->first_fail < 0)
+            j->code = 128 + (int)si.ssi_signo;
+    }
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        for (int i = 0; i < j->o->n; i++)
+            if (j->ranks[i].pid == pid) {
+                rank_exited(j, i, st, now);
+                break;
+            }
+}
+
+/*
+ * Ranks wait in fm_init's fence for ranks that never came: after a while
+ * say which, and with --init-timeout end the job.
+ */
+static void watch_init(struct job *j, long long now)
+{
+    char absent[256] = "";
+    size_t len = 0;
+    int n = 0;
+    if (pmi_server_waiting(j->pmi) > 0)
+        for (int i = 0; i < j->o->n; i++)
+            if (!j->ranks[i].exited && !pmi_server_initialized(j->pmi, i)) {
+                if (len < sizeof(absent) - 16)
+                    len += (size_t)snprintf(absent + len, sizeof(absent) - len, "%s%d",
+                                            n ? "," : "", i);
+                n++;
+            }
+    if (n == 0) {
+        j->waiting_since = 0;
+        return;
+    }
+    if (!j->waiting_since)
+        j->waiting_since = now;
+    long long waited = (now - j->waiting_since) / 1000;
+    if (j->o->init_timeout && waited >= j->o->init_timeout && !j->kill_at) {
+        fprintf(stderr, "%s: rank(s) %s never called fm_init; the others waited %llds for "
+                        "them (--init-timeout): ending the job\n", prog_name, absent, waited);
+        if (j->first_fail < 0) {
+            j->first_fail = j->o->n;
+            j->code = 1;
+        }
+        end_job(j, now);
+    } else if (!j->warned && waited >= INIT_WARN_S) {
+        fprintf(stderr, "%s: rank(s) %s have not called fm_init after %ds; the other ranks "
+                        "wait for them\n", prog_name, absent, INIT_WARN_S);
+        j->warned = 1;
+    }
+}
+
+/* Reads a rank's stdout (j == 1) or stderr (j == 2) and forwards it tagged. */
+static void forward_output(struct rank *r, int rank, int which, int fd)
+{
+    char buf[65536];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    int to = which == 1 ? STDOUT_FILENO : STDERR_FILENO;
+    char **part = which == 1 ? &r->out_part : &r->err_part;
+    size_t *len = which == 1 ? &r->out_len : &r->err_len;
+    if (n > 0) {
+        forward(rank, to, part, len, buf, (size_t)n, 0);
+    } else if (n == 0 || errno != EINTR) {
+        forward(rank, to, part, len, "", 0, 1);
+        close(fd);
+        if (which == 1)
+            r->out_fd = -1;
+        else
+            r->err_fd = -1;
+    }
+}
+
+/* Signals, PMI requests, new PMI connections and output, until every rank
+ * has exited and its output is drained. */
+static void event_loop(struct job *j, int sfd)
+{
+    int n = j->o->n;
+    struct pollfd *pfd = calloc((size_t)(3 + 4 * n), sizeof(*pfd));
+    if (!pfd) {
+        kill_all(j->ranks, n, SIGKILL);
+        j->code = 1;
+        return;
+    }
+    for (;;) {
+        int np = 0, open_out = 0;
+        pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        int lbeg = np;
+        if (j->listen)
+            np += pmi_listen_pollfds(j->listen, pfd + np);
+        int lend = np;
+        for (int i = 0; i < n; i++) {
+            pfd[np++] = (struct pollfd){.fd = pmi_server_fd(j->pmi, i), .events = POLLIN};
+            pfd[np++] = (struct pollfd){.fd = j->ranks[i].out_fd, .events = POLLIN};
+            pfd[np++] = (struct pollfd){.fd = j->ranks[i].err_fd, .events = POLLIN};
+            open_out |= j->ranks[i].out_fd >= 0 || j->ranks[i].err_fd >= 0;
+        }
+        if (j->running == 0 && !open_out)
+            break;
+        long long now = now_ms();
+        if (j->kill_at && now >= j->kill_at) {
+            kill_all(j->ranks, n, SIGKILL);
+            j->kill_at = 0;
+        }
+        /* Wake once a second while the fence watch may have news. */
+        int timeout = pmi_server_waiting(j->pmi) > 0 ? 1000 : -1;
+        if (j->kill_at && (timeout < 0 || j->kill_at - now < timeout))
+            timeout = (int)(j->kill_at > now ? j->kill_at - now : 0);
+        if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR)
+            break;
+        now = now_ms();
+        if (pfd[0].revents)
+            handle_signals(j, sfd, now);
+        for (int k = lbeg; k < lend; k++) {
+            int conn, rank;
+            if (pfd[k].revents &&
+                (rank = pmi_listen_input(j->listen, pfd[k].fd, &conn, j->attached)) >= 0) {
+                j->attached[rank] = 1;
+                pmi_server_attach_by_port(j->pmi, rank, conn);
+            }
+        }
+        for (int i = 0, k = lend; i < n; i++, k += 3) {
+            if (pfd[k].fd >= 0 && pfd[k].revents)
+                pmi_server_input(j->pmi, i);
+            for (int w = 1; w <= 2; w++)
+                if (pfd[k + w].fd >= 0 && pfd[k + w].revents)
+                    forward_output(&j->ranks[i], i, w, pfd[k + w].fd);
+        }
+        watch_init(j, now);
+    }
+    free(pfd);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -340,7 +720,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
 
-    /* Signals arrive through a signalfd so the loop below sees them in order. */
+    /* Signals arrive through a signalfd so the loop sees them in order. */
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -350,7 +730,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
-    char kvsname[96], mapping[64];
+    char kvsname[96], mapping[64], err[512];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(kvsname, sizeof(kvsname), "fmrun-%d-%lx", (int)getpid(),
@@ -358,160 +738,39 @@ int main(int argc, char **argv)
     /* Ranks go to hosts in equal blocks; the mapping tells them who shares a
      * node, whatever the kernel's hostname says inside a namespace. */
     int nhosts = o.nhosts ? o.nhosts : 1;
-    int per_host = (o.n + nhosts - 1) / nhosts;
-    fm_nodemap_format(mapping, sizeof(mapping), nhosts, per_host);
-    struct pmi_server *pmi = pmi_server_new(o.n, kvsname, mapping);
-    struct rank *ranks = calloc((size_t)o.n, sizeof(*ranks));
-    int *cpus = malloc(sizeof(int) * CPU_SETSIZE);
-    if (!pmi || !ranks || !cpus || sfd < 0) {
+    fm_nodemap_format(mapping, sizeof(mapping), nhosts, (o.n + nhosts - 1) / nhosts);
+    struct job j = {.o = &o, .running = o.n, .first_fail = -1};
+    j.pmi = pmi_server_new(o.n, kvsname, mapping);
+    j.ranks = calloc((size_t)o.n, sizeof(*j.ranks));
+    j.attached = calloc((size_t)o.n, sizeof(int));
+    if (!j.pmi || !j.ranks || !j.attached || sfd < 0) {
         fprintf(stderr, "%s: out of resources for %d ranks\n", prog_name, o.n);
         return 1;
     }
-    int ncpus = o.bind_core ? allowed_cpus(cpus, CPU_SETSIZE) : 0;
-
-    pid_t self = getpid();
-    for (int i = 0; i < o.n; i++) {
-        int sv[2], out[2], err[2], ep[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-            pipe2(ep, O_CLOEXEC) < 0 ||
-            (o.tag_output && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0))) {
-            fprintf(stderr, "%s: cannot start rank %d: %s\n", prog_name, i, strerror(errno));
-            kill_all(ranks, i, SIGKILL);
+    if (o.nhosts) {
+        char addr[256];
+        if (!o.pmi_addr) {
+            default_pmi_addr(o.hosts[0], addr, sizeof(addr));
+            o.pmi_addr = addr;
+        }
+        j.listen = pmi_listen_open(o.pmi_addr, o.n, o.pmi_port, sizeof(o.pmi_port), err,
+                                   sizeof(err));
+        if (!j.listen) {
+            fprintf(stderr, "%s: %s (choose another with --pmi-addr)\n", prog_name, err);
             return 1;
         }
-        pid_t pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "%s: cannot fork rank %d: %s\n", prog_name, i, strerror(errno));
-            kill_all(ranks, i, SIGKILL);
-            return 1;
-        }
-        if (pid == 0)
-            child(&o, i, o.nhosts ? o.hosts[i / per_host] : NULL, sv[1],
-                  o.tag_output ? out : NULL, err, ncpus ? cpus[i % ncpus] : -1, self, ep[1]);
-        close(sv[1]);
-        close(ep[1]);
-        int e;
-        if (read(ep[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-            fprintf(stderr, "%s: cannot execute '%s': %s\n", prog_name, o.argv[0], strerror(e));
-            kill_all(ranks, i, SIGKILL);
-            return 126;
-        }
-        close(ep[0]);
-        ranks[i].pid = pid;
-        ranks[i].out_fd = ranks[i].err_fd = -1;
-        if (o.tag_output) {
-            close(out[1]);
-            close(err[1]);
-            ranks[i].out_fd = out[0];
-            ranks[i].err_fd = err[0];
-        }
-        pmi_server_attach(pmi, i, sv[0]);
     }
-
-    /* Event loop: signals, PMI requests, output. */
-    struct pollfd *pfd = calloc((size_t)(1 + 3 * o.n), sizeof(*pfd));
-    if (!pfd) {
-        kill_all(ranks, o.n, SIGKILL);
-        return 1;
-    }
-    int running = o.n, first_fail = -1, code = 0;
-    long long kill_at = 0; /* ms timestamp for SIGKILL after SIGTERM */
-    for (;;) {
-        int np = 0;
-        pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-        int open_out = 0;
-        for (int i = 0; i < o.n; i++) {
-            pfd[np++] = (struct pollfd){.fd = pmi_server_fd(pmi, i), .events = POLLIN};
-            pfd[np++] = (struct pollfd){.fd = ranks[i].out_fd, .events = POLLIN};
-            pfd[np++] = (struct pollfd){.fd = ranks[i].err_fd, .events = POLLIN};
-            open_out |= ranks[i].out_fd >= 0 || ranks[i].err_fd >= 0;
-        }
-        if (running == 0 && !open_out)
-            break;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        long long now = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-        int timeout = kill_at ? (int)(kill_at > now ? kill_at - now : 0) : -1;
-        if (kill_at && now >= kill_at) {
-            kill_all(ranks, o.n, SIGKILL);
-            kill_at = 0;
-        }
-        if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR)
-            break;
-        if (pfd[0].revents) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo == SIGCHLD)
-                    continue;
-                /* Ctrl-C or a kill of fmrun: pass it on, then insist. */
-                kill_all(ranks, o.n, (int)si.ssi_signo);
-                if (!kill_at)
-                    kill_at = now + TERM_GRACE_MS;
-                if (first_fail < 0)
-                    code = 128 + (int)si.ssi_signo;
-            }
-            int st;
-            pid_t pid;
-            while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-                for (int i = 0; i < o.n; i++) {
-                    if (ranks[i].pid != pid)
-                        continue;
-                    ranks[i].exited = 1;
-                    ranks[i].status = st;
-                    running--;
-                    pmi_server_rank_exited(pmi, i);
-                    if (st == 0 || kill_at)
-                        break; /* a success, or a rank fmrun itself is ending */
-                    char why[96];
-                    describe_status(why, sizeof(why), st);
-                    fprintf(stderr, "%s: rank %d (pid %d) %s%s\n", prog_name, i, (int)pid, why,
-                            !pmi_server_initialized(pmi, i) ? " before it joined the job (no PMI init)"
-                                                            : "");
-                    if (first_fail < 0) {
-                        first_fail = i;
-                        code = status_code(st);
-                        if (!o.keep_going) {
-                            fprintf(stderr, "%s: ending the job (--keep-going lets the "
-                                            "other ranks run on)\n", prog_name);
-                            kill_all(ranks, o.n, SIGTERM);
-                            kill_at = now + TERM_GRACE_MS;
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-        for (int i = 0, k = 1; i < o.n; i++, k += 3) {
-            if (pfd[k].fd >= 0 && pfd[k].revents)
-                pmi_server_input(pmi, i);
-            for (int j = 1; j <= 2; j++) {
-                if (pfd[k + j].fd < 0 || !pfd[k + j].revents)
-                    continue;
-                char buf[65536];
-                ssize_t n = read(pfd[k + j].fd, buf, sizeof(buf));
-                struct rank *r = &ranks[i];
-                int to = j == 1 ? STDOUT_FILENO : STDERR_FILENO;
-                char **part = j == 1 ? &r->out_part : &r->err_part;
-                size_t *len = j == 1 ? &r->out_len : &r->err_len;
-                if (n > 0) {
-                    forward(i, to, part, len, buf, (size_t)n, 0);
-                } else if (n == 0 || errno != EINTR) {
-                    forward(i, to, part, len, "", 0, 1);
-                    close(pfd[k + j].fd);
-                    if (j == 1)
-                        r->out_fd = -1;
-                    else
-                        r->err_fd = -1;
-                }
-            }
-        }
-    }
-    pmi_server_free(pmi);
+    int rc = start_ranks(&j);
+    if (rc)
+        return rc;
+    event_loop(&j, sfd);
+    pmi_listen_close(j.listen);
+    pmi_server_free(j.pmi);
     for (int i = 0; i < o.n; i++) {
-        free(ranks[i].out_part);
-        free(ranks[i].err_part);
+        free(j.ranks[i].out_part);
+        free(j.ranks[i].err_part);
     }
-    free(ranks);
-    free(cpus);
-    free(pfd);
-    return code;
+    free(j.ranks);
+    free(j.attached);
+    return j.code;
 }

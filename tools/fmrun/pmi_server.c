@@ -126,6 +126,7 @@ void pmi_server_free(struct pmi_server *s)
 
 void pmi_server_attach(struct pmi_server *s, int rank, int fd) { s->c[rank].fd = fd; }
 int pmi_server_fd(const struct pmi_server *s, int rank) { return s->c[rank].fd; }
+int pmi_server_waiting(const struct pmi_server *s) { return s->nbarrier; }
 int pmi_server_finalized(const struct pmi_server *s, int rank) { return s->c[rank].finalized; }
 int pmi_server_initialized(const struct pmi_server *s, int rank)
 {
@@ -154,6 +155,15 @@ static void reply(struct pmi_server *s, int rank, const char *fmt, ...)
             return; /* the rank is gone; its exit is reported elsewhere */
         off += (int)w;
     }
+}
+
+void pmi_server_attach_by_port(struct pmi_server *s, int rank, int fd)
+{
+    s->c[rank].fd = fd;
+    reply(s, rank, "cmd=initack rc=0");
+    reply(s, rank, "cmd=set size=%d", s->size);
+    reply(s, rank, "cmd=set rank=%d", rank);
+    reply(s, rank, "cmd=set debug=0");
 }
 
 /* Releases the barrier when every rank that can still come has come. */

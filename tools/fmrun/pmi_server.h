@@ -1,5 +1,6 @@
 /*
- * The PMI-1 server fmrun runs for its ranks: one connection per rank, a
+ * The PMI-1 server fmrun runs for its ranks: one connection per rank (a
+ * socket it inherited, or TCP for ranks on other hosts), a
  * key-value store, barriers. Event-driven: fmrun feeds it bytes as they
  * arrive and it writes replies (blocking writes of short lines).
  */
@@ -17,6 +18,9 @@ void pmi_server_free(struct pmi_server *s);
 
 /* Rank `rank` talks on fd (the server's end of its socket). */
 void pmi_server_attach(struct pmi_server *s, int rank, int fd);
+/* The same for a rank that connected to PMI_PORT and named itself: it is
+ * told the job size and its rank. */
+void pmi_server_attach_by_port(struct pmi_server *s, int rank, int fd);
 
 /* Handles what is readable on rank's fd. Returns 0, or -1 when the rank's
  * connection closed or it broke the protocol (the fd is then closed). */
@@ -25,6 +29,9 @@ int pmi_server_input(struct pmi_server *s, int rank);
 /* The rank's process is gone: a barrier it never entered fails for the
  * others instead of waiting forever. */
 void pmi_server_rank_exited(struct pmi_server *s, int rank);
+
+/* How many ranks wait in the current barrier. */
+int pmi_server_waiting(const struct pmi_server *s);
 
 /* fd of a rank, or -1 once closed. */
 int pmi_server_fd(const struct pmi_server *s, int rank);
