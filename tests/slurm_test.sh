@@ -1,76 +1,14 @@
 #!/usr/bin/env bash
-# Slurm on one machine, as a small cluster would run it: munged, slurmctld
-# and slurmd from Debian's packages with a generated slurm.conf (their own
-# ports, sockets and state in a temporary directory), then fastmsg programs
-# under srun with each PMI plugin Slurm has. Removes everything after.
+# Slurm on one machine, as a small cluster would run it (munged, slurmctld
+# and slurmd from Debian's packages, see scripts/slurm_local.sh), then
+# fastmsg programs under srun with each PMI plugin Slurm has.
 #   slurm_test.sh CONFORMANCE
 set -u
 CONF=$1
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root to run the Slurm daemons"
-for p in munged slurmctld slurmd srun sinfo; do
-  command -v $p >/dev/null || skip "$p not installed (Debian packages munge, slurmctld, slurmd, slurm-client)"
-done
-
+source "$(dirname "$0")/../scripts/slurm_local.sh"
 tmp=$(mktemp -d)
-chmod 700 "$tmp"
-daemons=()
-cleanup() {
-  # Foreground daemons, children of this script: it reaps them.
-  [ ${#daemons[@]} -gt 0 ] && kill "${daemons[@]}" 2>/dev/null && wait "${daemons[@]}" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 2>/dev/null
-chmod 400 "$tmp/munge.key"
-munged --foreground --force --socket="$tmp/munge.sock" --key-file="$tmp/munge.key" \
-  --pid-file="$tmp/munged.pid" --log-file="$tmp/munged.log" --seed-file="$tmp/munge.seed" >/dev/null 2>&1 &
-daemons+=($!)
-for i in $(seq 50); do [ -S "$tmp/munge.sock" ] && break; sleep 0.1; done
-[ -S "$tmp/munge.sock" ] || skip "munged does not start here: $(tail -3 "$tmp/munged.log")"
-
-host=$(hostname -s)
-port=$((20000 + ($$ % 5000) * 2))
-mkdir "$tmp/state" "$tmp/spool"
-cat >"$tmp/slurm.conf" <<CONF
-ClusterName=fmtest
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-AuthType=auth/munge
-AuthInfo=socket=$tmp/munge.sock
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$tmp/state
-SlurmdSpoolDir=$tmp/spool
-SlurmctldPidFile=$tmp/slurmctld.pid
-SlurmdPidFile=$tmp/slurmd.pid
-SlurmctldLogFile=$tmp/slurmctld.log
-SlurmdLogFile=$tmp/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
-PartitionName=fm Nodes=$host Default=YES MaxTime=INFINITE State=UP
-CONF
-export SLURM_CONF=$tmp/slurm.conf
-slurmctld -D -c >/dev/null 2>&1 &
-daemons+=($!)
-slurmd -D >/dev/null 2>&1 &
-daemons+=($!)
-for i in $(seq 100); do
-  sinfo -h -o %t 2>/dev/null | grep -q idle && break
-  sleep 0.1
-done
-sinfo -h -o %t 2>/dev/null | grep -q idle ||
-  skip "the Slurm node never became idle: $(tail -3 "$tmp/slurmctld.log" "$tmp/slurmd.log" 2>&1)"
+trap 'slurm_local_stop; rm -rf "$tmp"' EXIT
+slurm_local_start "$tmp" || { echo "SKIP: $slurm_local_error"; exit 77; }
 
 fails=0
 check() { # check NAME COMMAND...

@@ -15,18 +15,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+void fm_kernel_id(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return;
+    if (fgets(buf, (int)len, f))
+        buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+}
+
 /* Without PMI_process_mapping, ranks compare a card naming their kernel. */
 static int nodes_from_cards(fm_ctx *ctx, char *err, size_t errlen)
 {
-    char mine[FM_BOOT_VAL_MAX], theirs[FM_BOOT_VAL_MAX], host[256] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (!fgets(host, sizeof(host), f))
-            host[0] = '\0';
-        host[strcspn(host, "\n")] = '\0';
-        fclose(f);
-    }
-    snprintf(mine, sizeof(mine), "%s", host[0] ? host : "unknown");
+    char mine[FM_BOOT_VAL_MAX], theirs[FM_BOOT_VAL_MAX];
+    fm_kernel_id(mine, sizeof(mine));
     int rc = ctx->boot.ops->put(&ctx->boot, "node", mine);
     if (!rc)
         rc = ctx->boot.ops->fence(&ctx->boot);
@@ -106,6 +110,14 @@ static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
     return 0;
 }
 
+static int fence(fm_ctx *ctx, const char *which, char *err, size_t errlen)
+{
+    int rc = ctx->boot.ops->fence(&ctx->boot);
+    if (rc)
+        snprintf(err, errlen, "%s bootstrap: %s failed", ctx->boot.ops->name, which);
+    return rc;
+}
+
 static void ctx_free(fm_ctx *ctx)
 {
     if (ctx->net)
@@ -131,6 +143,7 @@ int fm_init(fm_ctx **out)
     if (!ctx)
         return FM_ENOMEM;
     ctx->epfd = -1;
+    ctx->board.fd = -1;
     pthread_mutex_init(&ctx->lock, NULL);
     int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
     if (rc) {
@@ -158,23 +171,23 @@ int fm_init(fm_ctx **out)
         rc = fm_shm_setup(ctx, err, sizeof(err));
     if (!rc && (ctx->cfg.transports & FM_TRANSPORT_UDP))
         rc = fm_netlink_setup(ctx, err, sizeof(err));
-    if (!rc) {
-        rc = ctx->boot.ops->fence(&ctx->boot);
-        if (rc)
-            snprintf(err, sizeof(err), "%s bootstrap: the fence failed", ctx->boot.ops->name);
-    }
+    /* Two fences before the segments are mapped: the node board must be
+     * published before the others write on it, and written before it is
+     * read (board.h). */
+    if (!rc)
+        rc = fence(ctx, "the fence", err, sizeof(err));
+    if (!rc)
+        rc = fm_shm_join(ctx, err, sizeof(err));
+    if (!rc)
+        rc = fence(ctx, "the second fence", err, sizeof(err));
     if (!rc)
         rc = fm_shm_connect(ctx, err, sizeof(err));
     if (!rc && ctx->net)
         rc = fm_netlink_start(ctx, err, sizeof(err));
     /* No rank may leave fm_init (and perhaps the job) before every local
      * peer has mapped its segment. */
-    if (!rc) {
-        rc = ctx->boot.ops->fence(&ctx->boot);
-        if (rc)
-            snprintf(err, sizeof(err), "%s bootstrap: the closing fence failed",
-                     ctx->boot.ops->name);
-    }
+    if (!rc)
+        rc = fence(ctx, "the closing fence", err, sizeof(err));
     if (rc)
         goto err_free;
     fm_info("core", "rank %d of %d, %d on this node, bootstrap %s", ctx->rank, ctx->size,

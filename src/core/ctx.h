@@ -10,6 +10,7 @@
 #include "config.h"
 #include "fastmsg.h"
 #include "link.h"
+#include "shm/board.h"
 #include "shm/segment.h"
 
 #include <pthread.h>
@@ -54,6 +55,7 @@ struct fm_ctx {
     int nprocs;
     int my_proc;
     struct fm_seg_hdr *seg; /* own segment */
+    struct fm_board board;  /* during fm_init: where local segments are */
     fm_ep *eps[FM_EP_MAX_LIMIT];
     uint8_t area_ready[FM_EP_MAX_LIMIT]; /* slot's ring controls committed and zero */
     pthread_mutex_t lock; /* slow paths only: endpoints, liveness, doorbells */
@@ -182,5 +184,9 @@ void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state);
 
 /* Whether fm_recv or a send on ep can make progress now (used by fm_wait). */
 int fm_ep_ready(fm_ep *ep);
+
+/* Names the running kernel instance (its boot_id): processes that the
+ * launcher puts on one node must share it, or they are not on one machine. */
+void fm_kernel_id(char *buf, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 #include "shm.h"
 
+#include "board.h"
 #include "core/log.h"
 #include "memlimit.h"
 
@@ -17,19 +18,6 @@
 #define PAGE 4096u
 
 static uint64_t page_up(uint64_t x) { return FM_ALIGN_UP(x, (uint64_t)PAGE); }
-
-/* Identifies the running kernel instance: ranks that the launcher puts on
- * one node must share it, or they are not on one machine. */
-static void read_boot_id(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f)
-        return;
-    if (fgets(buf, (int)len, f))
-        buf[strcspn(buf, "\n")] = '\0';
-    fclose(f);
-}
 
 static int pidfd_open_compat(pid_t pid)
 {
@@ -121,15 +109,8 @@ int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen)
     me->seg = h;
     me->pid = getpid();
 
-    char card[FM_BOOT_VAL_MAX], boot_id[64];
-    read_boot_id(boot_id, sizeof(boot_id));
-    snprintf(card, sizeof(card), "%d,%d,%s", (int)getpid(), fd, boot_id);
-    int rc = ctx->boot.ops->put(&ctx->boot, "shm", card);
-    if (rc) {
-        snprintf(err, errlen, "shm: cannot publish the segment through the %s bootstrap",
-                 ctx->boot.ops->name);
-        return rc;
-    }
+    if (ctx->nprocs > 1 && ctx->my_proc == 0)
+        return fm_board_create(ctx, fd, err, errlen);
     return 0;
 
 err_close:
@@ -137,22 +118,22 @@ err_close:
     return errno == ENOMEM || errno == ENOSPC || errno == EFBIG ? FM_ENOMEM : FM_ESYS;
 }
 
-/* Maps the segment of local process p as its card describes. */
+int fm_shm_join(fm_ctx *ctx, char *err, size_t errlen)
+{
+    if (ctx->nprocs == 1 || ctx->my_proc == 0)
+        return 0;
+    return fm_board_join(ctx, ctx->procs[ctx->my_proc].memfd, err, errlen);
+}
+
+/* Maps the segment of local process p as it wrote on the node board. */
 static int map_peer(fm_ctx *ctx, struct fm_proc *p, char *err, size_t errlen)
 {
-    char card[FM_BOOT_VAL_MAX], boot_id[64], their_id[64], path[64];
-    int pid, fd;
-    int rc = ctx->boot.ops->get(&ctx->boot, p->rank, "shm", card, sizeof(card));
-    if (rc || sscanf(card, "%d,%d,%63s", &pid, &fd, their_id) != 3) {
-        snprintf(err, errlen, "shm: rank %d published no usable shared-memory card", p->rank);
-        return FM_EBOOT;
-    }
-    read_boot_id(boot_id, sizeof(boot_id));
-    if (strcmp(boot_id, their_id) != 0) {
-        snprintf(err, errlen,
-                 "shm: the launcher places rank %d on this node, but it runs under another "
-                 "kernel (boot_id %s, ours %s): fix the launcher's host list",
-                 p->rank, their_id, boot_id);
+    char path[64];
+    pid_t pid;
+    int fd;
+    if (fm_board_read(ctx, (int)(p - ctx->procs), &pid, &fd) < 0) {
+        snprintf(err, errlen, "shm: rank %d did not write its segment on the node board",
+                 p->rank);
         return FM_EBOOT;
     }
     p->pid = pid;
@@ -223,11 +204,14 @@ int fm_shm_connect(fm_ctx *ctx, char *err, size_t errlen)
         if (rc)
             return rc;
     }
+    /* Everyone opened the board before the fence: it has served. */
+    fm_board_close(ctx);
     return 0;
 }
 
 void fm_shm_teardown(fm_ctx *ctx)
 {
+    fm_board_close(ctx);
     for (int i = 0; i < ctx->nprocs; i++) {
         struct fm_proc *p = &ctx->procs[i];
         if (p->bells) {

@@ -13,9 +13,12 @@
 
 #include <sys/types.h>
 
-/* Creates this process's segment and publishes how to map it ("shm" card). */
+/* Creates this process's segment; the node's first process also creates
+ * and publishes the node board (board.h). */
 int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen);
-/* After the bootstrap fence: maps the segments of the other local processes. */
+/* After a bootstrap fence: writes this process's segment on the board. */
+int fm_shm_join(fm_ctx *ctx, char *err, size_t errlen);
+/* After the next fence: maps the segments of the other local processes. */
 int fm_shm_connect(fm_ctx *ctx, char *err, size_t errlen);
 /* Unmaps every segment and closes what fm_shm_setup and _connect opened. */
 void fm_shm_teardown(fm_ctx *ctx);
