@@ -1,5 +1,6 @@
 #include "nodemap.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +47,25 @@ int fm_nodemap_parse(const char *s, int size, int *node_of)
     }
     if (expect(&p, ')') || *p != '\0' || n == 0)
         return -1;
-    int assigned = 0;
     long total_in_vector = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (t[i][0] + t[i][1] > INT_MAX)
+            return -1;
         total_in_vector += t[i][1] * t[i][2];
+    }
     if (total_in_vector == 0)
         return -1;
+    /* A triple with no nodes or no ranks per node assigns nothing; skipping
+     * it keeps the work proportional to `size`, whatever its node count. */
+    int assigned = 0;
     while (assigned < size) {
-        for (int i = 0; i < n && assigned < size; i++)
+        for (int i = 0; i < n && assigned < size; i++) {
+            if (t[i][1] == 0 || t[i][2] == 0)
+                continue;
             for (long node = 0; node < t[i][1] && assigned < size; node++)
                 for (long k = 0; k < t[i][2] && assigned < size; k++)
                     node_of[assigned++] = (int)(t[i][0] + node);
+        }
     }
     return 0;
 }

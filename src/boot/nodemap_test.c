@@ -37,5 +37,11 @@ int main(void)
     CHECK_RC(fm_nodemap_parse("(vector,(0,1,-2))", 2, node), -1);
     CHECK_RC(fm_nodemap_parse("(vector,(0,1,1)) junk", 2, node), -1);
     CHECK_RC(fm_nodemap_parse("(scalar,(0,1,1))", 2, node), -1);
+    /* Node numbers past INT_MAX are refused. */
+    CHECK_RC(fm_nodemap_parse("(vector,(1073741824,1073741824,1))", 2, node), -1);
+    /* A triple of many nodes with no ranks costs nothing (found by fuzz_pmi:
+     * it used to loop once per node). */
+    CHECK_RC(fm_nodemap_parse("(vector,(0,552355552,0),(2,1,1))", 8, node), 0);
+    CHECK_EQ(node[7], 2);
     return 0;
 }
