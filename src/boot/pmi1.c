@@ -112,16 +112,11 @@ static int read_set(struct fm_boot *b, const char *name, int *out)
 {
     char line[FM_PMI_LINE_MAX + 1];
     struct fm_pmi_msg r;
-    const char *cmd, *v;
-    char *end;
+    const char *cmd;
     if (fm_pmi_conn_line(&b->pmi, line, sizeof(line)) < 0 || fm_pmi_parse(line, &r) < 0 ||
-        !(cmd = fm_pmi_get(&r, "cmd")) || strcmp(cmd, "set") != 0 || !(v = fm_pmi_get(&r, name)))
+        !(cmd = fm_pmi_get(&r, "cmd")) || strcmp(cmd, "set") != 0)
         return -1;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < 0 || x > (1 << 30))
-        return -1;
-    *out = (int)x;
-    return 0;
+    return fm_parse_count(fm_pmi_get(&r, name), out);
 }
 
 /* Port mode: the process says which one it is and learns its rank. */

@@ -159,15 +159,7 @@ static const struct fm_boot_ops pmi2_ops = {
 
 static int int_of(const struct pmi2_call *c, const char *key, int *out)
 {
-    const char *v = fm_pmi_get(&c->r, key);
-    char *end;
-    if (!v)
-        return -1;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < 0 || x > (1 << 30))
-        return -1;
-    *out = (int)x;
-    return 0;
+    return fm_parse_count(fm_pmi_get(&c->r, key), out);
 }
 
 /* The PMI-1 style line that switches the connection to PMI-2. */

@@ -10,9 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int fm_env_int(const char *name, int *out)
+int fm_parse_count(const char *s, int *out)
 {
-    const char *s = getenv(name);
     char *end;
     if (!s)
         return -1;
@@ -22,6 +21,8 @@ int fm_env_int(const char *name, int *out)
     *out = (int)v;
     return 0;
 }
+
+int fm_env_int(const char *name, int *out) { return fm_parse_count(getenv(name), out); }
 
 /* PMI_PORT is "host:port"; the host may be a name or an IPv4/IPv6 address. */
 static int connect_port(const char *hostport, char *why, size_t whylen)

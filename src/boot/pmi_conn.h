@@ -33,7 +33,10 @@ int fm_pmi_conn_line(struct fm_pmi_conn *c, char *line, size_t max);
 /* Exactly n bytes. */
 int fm_pmi_conn_bytes(struct fm_pmi_conn *c, char *out, size_t n);
 
-/* A decimal environment variable in [0, 2^30]; -1 when unset or not a number. */
+/* A decimal number in [0, 2^30] (a rank, a size): 0, or -1 when s is NULL
+ * or not such a number. */
+int fm_parse_count(const char *s, int *out);
+/* The same for an environment variable. */
 int fm_env_int(const char *name, int *out);
 
 #endif

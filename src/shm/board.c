@@ -16,12 +16,21 @@ static size_t board_size(const fm_ctx *ctx)
     return (size_t)ctx->nprocs * sizeof(struct fm_board_slot);
 }
 
-static void publish(struct fm_board *b, int proc, int segment_fd)
+/* Maps the board and writes this process's slot. */
+static int map_and_publish(struct fm_board *b, int proc, int segment_fd, char *err,
+                           size_t errlen)
 {
+    b->slot = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+    if (b->slot == MAP_FAILED) {
+        b->slot = NULL;
+        snprintf(err, errlen, "shm: cannot map the node board: %s", strerror(errno));
+        return FM_ENOMEM;
+    }
     struct fm_board_slot *s = &b->slot[proc];
     s->pid = (uint32_t)getpid();
     s->fd = segment_fd;
     __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+    return 0;
 }
 
 int fm_board_create(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
@@ -33,17 +42,13 @@ int fm_board_create(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
         snprintf(err, errlen, "shm: cannot create the node board: %s", strerror(errno));
         return FM_ESYS;
     }
-    b->slot = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
-    if (b->slot == MAP_FAILED) {
-        b->slot = NULL;
-        snprintf(err, errlen, "shm: cannot map the node board: %s", strerror(errno));
-        return FM_ENOMEM;
-    }
-    publish(b, ctx->my_proc, segment_fd);
+    int rc = map_and_publish(b, ctx->my_proc, segment_fd, err, errlen);
+    if (rc)
+        return rc;
     char card[FM_BOOT_VAL_MAX], boot_id[64];
     fm_kernel_id(boot_id, sizeof(boot_id));
     snprintf(card, sizeof(card), "%d,%d,%s", (int)getpid(), b->fd, boot_id);
-    int rc = ctx->boot.ops->put(&ctx->boot, "board", card);
+    rc = ctx->boot.ops->put(&ctx->boot, "board", card);
     if (rc)
         snprintf(err, errlen, "shm: cannot publish the node board through the %s bootstrap",
                  ctx->boot.ops->name);
@@ -72,11 +77,12 @@ int fm_board_join(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
     b->size = board_size(ctx);
     b->fd = open(path, O_RDWR | O_CLOEXEC);
     if (b->fd < 0) {
+        int e = errno;
         snprintf(err, errlen,
                  "shm: cannot open the node board of rank %d through %s: %s. Ranks of one "
                  "node must run as the same user, in one PID namespace, with /proc mounted",
-                 first, path, strerror(errno));
-        return errno == ENOENT ? FM_EPEERLOST : FM_EBOOT;
+                 first, path, strerror(e));
+        return e == ENOENT ? FM_EPEERLOST : FM_EBOOT;
     }
     struct stat st;
     if (fstat(b->fd, &st) < 0 || (size_t)st.st_size != b->size) {
@@ -84,14 +90,7 @@ int fm_board_join(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
                               "node's process count says", first);
         return FM_EBOOT;
     }
-    b->slot = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
-    if (b->slot == MAP_FAILED) {
-        b->slot = NULL;
-        snprintf(err, errlen, "shm: cannot map the node board: %s", strerror(errno));
-        return FM_ENOMEM;
-    }
-    publish(b, ctx->my_proc, segment_fd);
-    return 0;
+    return map_and_publish(b, ctx->my_proc, segment_fd, err, errlen);
 }
 
 int fm_board_read(const fm_ctx *ctx, int proc, pid_t *pid, int *fd)

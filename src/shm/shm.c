@@ -148,11 +148,12 @@ static int map_peer(fm_ctx *ctx, struct fm_proc *p, char *err, size_t errlen)
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
     p->memfd = open(path, O_RDWR | O_CLOEXEC);
     if (p->memfd < 0) {
+        int e = errno;
         snprintf(err, errlen,
                  "shm: cannot open the shared memory of rank %d through %s: %s. Ranks of one "
                  "node must run as the same user, in one PID namespace, with /proc mounted",
-                 p->rank, path, strerror(errno));
-        return errno == ENOENT ? FM_EPEERLOST : FM_EBOOT;
+                 p->rank, path, strerror(e));
+        return e == ENOENT ? FM_EPEERLOST : FM_EBOOT;
     }
     struct fm_seg_hdr want;
     layout(ctx, &want);
