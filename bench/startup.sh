@@ -4,7 +4,8 @@
 # 32 and 64 ranks on this machine, under each launcher: fmrun, MPICH's
 # mpiexec.hydra, srun with the pmi2 and pmix plugins (a one-machine Slurm
 # started for the run), Open MPI's mpirun; and MPI_Init + MPI_Finalize under
-# Open MPI's mpirun and MPICH's mpiexec for comparison. Medians of REPS runs.
+# Open MPI's mpirun and MPICH's mpiexec for comparison, and each launcher
+# running /bin/true (its own share). Medians of REPS runs.
 #   bench/startup.sh [--quick]        (REPS=N, SIZES="2 8 32 64")
 # Results: build/bench/startup.jsonl, table: build/bench/startup.md.
 set -u
@@ -48,6 +49,12 @@ if [ $slurm -eq 1 ]; then
   cases+=("fastmsg, srun --mpi=pmi2 (PMI-2)|$fm_prog|srun --mpi=pmi2 -O -n"
           "fastmsg, srun --mpi=pmix (PMIx)|$fm_prog|srun --mpi=pmix -O -n")
 fi
+# What each launcher costs by itself: the same job of /bin/true. (Open MPI
+# 4.1's mpirun hangs now and then on 32 ranks of /bin/true that exit before
+# it has registered them, so it has no such row.)
+cases+=("/bin/true, fmrun|/bin/true|$FMRUN --bind-to none -n"
+        "/bin/true, mpiexec.hydra|/bin/true|mpiexec.hydra -n")
+[ $slurm -eq 1 ] && cases+=("/bin/true, srun|/bin/true|srun -O -n")
 
 jsonl=$out/startup.jsonl
 : >"$jsonl"
@@ -72,18 +79,5 @@ for c in "${cases[@]}"; do
     echo "+ $label, $n ranks: median $((med / 1000)) ms" >&2
   done
 done
-python3 - "$jsonl" "$sizes" "$reps" >"$out/startup.md" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-sizes = [int(s) for s in sys.argv[2].split()]
-labels = list(dict.fromkeys(r["launcher"] for r in rows))
-val = {(r["launcher"], r["ranks"]): r["value"] for r in rows}
-print(f"Job start-up: launch to exit, fm_init + fm_finalize (or MPI_Init + MPI_Finalize) "
-      f"in every rank; median of {sys.argv[3]} runs, ms\n")
-print("| launcher | " + " | ".join(f"{n} ranks" for n in sizes) + " |")
-print("|---|" + "---:|" * len(sizes))
-for l in labels:
-    cells = [f"{val[(l, n)]:.0f}" if (l, n) in val else "-" for n in sizes]
-    print(f"| {l} | " + " | ".join(cells) + " |")
-PY
+python3 bench/startup_report.py "$jsonl" "$sizes" "$reps" >"$out/startup.md"
 cat "$out/startup.md"
