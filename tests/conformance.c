@@ -662,6 +662,57 @@ static void case_ring(void)
  * sooner than half the configured timeout after the last message, nor much
  * later than the timeout. Run with fmrun --keep-going.
  */
+/*
+ * A long byte stream from rank 0 to rank 1 in messages of changing sizes
+ * (FMT_STREAM_BYTES, default 16M): every byte arrives once and in order,
+ * whatever the links under it do meanwhile (the rails test sets rails down
+ * and up during it).
+ */
+static void case_stream(void)
+{
+    const char *e = getenv("FMT_STREAM_BYTES");
+    const size_t total = e ? (size_t)strtoull(e, NULL, 0) : (size_t)16 << 20;
+    if (rank == 0) {
+        unsigned char *buf = malloc(65536 + 4096);
+        size_t off = 0;
+        CHECK(buf != NULL);
+        for (unsigned k = 0; off < total; k++) {
+            size_t len = FM_MIN_(total - off, (size_t)1 << (6 + k % 11)); /* 64 B..64 KiB */
+            for (size_t i = 0; i < len; i++)
+                buf[i] = fmt_pattern(9, off + i);
+            struct iovec v = {buf, len};
+            ssize_t n;
+            while ((n = fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1)) == FM_EAGAIN)
+                fm_wait(ep, 100);
+            CHECK(n > 0);
+            off += (size_t)n;
+        }
+        free(buf);
+    } else if (rank == 1) {
+        size_t got = 0;
+        while (got < total) {
+            struct iovec seg[FM_SEGS_MAX];
+            int nseg;
+            fm_addr src;
+            ssize_t n = fm_recv(ep, seg, &nseg, &src);
+            if (n == FM_EAGAIN) {
+                fm_wait(ep, 100);
+                continue;
+            }
+            CHECK(n > 0);
+            for (int s = 0; s < nseg; s++) {
+                const unsigned char *p = seg[s].iov_base;
+                for (size_t i = 0; i < seg[s].iov_len; i++)
+                    if (p[i] != fmt_pattern(9, got + i))
+                        fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", got + i);
+                got += seg[s].iov_len;
+            }
+            CHECK_RC(fm_recv_done(ep), 0);
+        }
+        CHECK_EQ(got, total);
+    }
+}
+
 static void case_linkdown(void)
 {
     const char *t = getenv("FM_NET_TIMEOUT_MS");
@@ -830,7 +881,7 @@ static const struct {
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},
-    {"compute", case_compute},
+    {"compute", case_compute},     {"stream", case_stream},
 };
 
 int main(int argc, char **argv)

@@ -34,7 +34,7 @@ static void target_address(struct sockaddr_in *to)
     char card[FM_BOOT_VAL_MAX], ip[64];
     unsigned port;
     CHECK_RC(ctx->boot.ops->get(&ctx->boot, 1, "net", card, sizeof(card)), 0);
-    CHECK(sscanf(card, "%63[0-9.]:%u", ip, &port) == 2);
+    CHECK(sscanf(card, "%63[0-9.]/%*u:%u", ip, &port) == 2); /* its first rail */
     memset(to, 0, sizeof(*to));
     to->sin_family = AF_INET;
     to->sin_port = htons((uint16_t)port);

@@ -3,7 +3,7 @@
 #include "core/config.h"
 #include "fastmsg.h"
 #include "net/crc32c.h"
-#include "net/udp.h"
+#include "net/rails.h"
 #include "shm/ring.h"
 
 #include <arpa/inet.h>
@@ -86,20 +86,31 @@ int main(int argc, char **argv)
            shm_status(why, sizeof(why)),
            (cfg.transports & FM_TRANSPORT_SHM) ? "" : " (disabled by FM_TRANSPORTS)");
 
-    struct fm_udp *u = calloc(1, sizeof(*u));
+    struct fm_udp *rails = calloc(FM_RAILS_MAX, sizeof(*rails));
     char uerr[256];
-    if (u && fm_udp_open(u, cfg.rails, uerr, sizeof(uerr)) == 0) {
-        printf("  udp   reliable session over UDP between nodes: available on %s (%s, MTU %d, "
-               "%u bytes per packet%s%s)%s\n",
-               inet_ntoa(u->addr.sin_addr), u->ifname, u->mtu, u->payload,
-               u->gso ? ", GSO" : "", u->gro ? ", GRO" : "",
+    int nrails = rails ? fm_rails_open(rails, cfg.rails, uerr, sizeof(uerr)) : FM_ENOMEM;
+    if (nrails > 0) {
+        printf("  udp   reliable session over UDP between nodes: available on %d rail%s "
+               "(FM_RAILS=%s, policy %s)%s\n",
+               nrails, nrails > 1 ? "s" : "", cfg.rails,
+               fm_rail_policy_name((enum fm_rail_policy)cfg.rail_policy),
                (cfg.transports & FM_TRANSPORT_UDP) ? "" : " (disabled by FM_TRANSPORTS)");
-        fm_udp_close(u);
+        for (int r = 0; r < nrails; r++) {
+            const struct fm_udp *u = &rails[r];
+            printf("        rail %d: %s/%d on %s, MTU %d, %u bytes per packet%s%s\n", r,
+                   inet_ntoa(u->addr.sin_addr), __builtin_popcount(u->netmask), u->ifname,
+                   u->mtu, u->payload, u->gso ? ", GSO" : "", u->gro ? ", GRO" : "");
+        }
+        if (nrails > 1)
+            printf("        a peer's rail pairs with the local rail whose subnet holds its "
+                   "address; a rail with no partner is not used towards that peer "
+                   "(FM_LOG=info shows each pairing)\n");
+        fm_rails_close(rails, nrails);
     } else {
         printf("  udp   reliable session over UDP between nodes: unavailable: %s\n",
-               u ? uerr : "out of memory");
+               rails ? uerr : "out of memory");
     }
-    free(u);
+    free(rails);
     printf("        packet checksum CRC32C: %s\n",
            fm_crc32c_hw() ? "SSE4.2 instruction, three streams" : "table (no SSE4.2)");
 

@@ -39,8 +39,19 @@ typedef char fm_cfg_str[256];
       "links that may be used: shm between ranks of one node, udp between nodes; "       \
       "FM_TRANSPORTS=udp sends everything over the network path, also on one node")      \
     X(rails, FM_CFG_STR, "FM_RAILS", "auto", 0, 0, NULL,                                 \
-      "where the udp link binds: auto (the first interface that is up and not "          \
-      "loopback), an interface name, an IPv4 address, or a subnet like 10.1.0.0/24")     \
+      "the network links (rails) the udp link uses, comma-separated, at most 4, the "    \
+      "same string on every node: auto (the first interface that is up and not "         \
+      "loopback), an interface name, an IPv4 address, or a subnet like 10.1.0.0/24. "    \
+      "Peers' rails are matched by subnet")                                              \
+    X(rail_policy, FM_CFG_WORD, "FM_RAIL_POLICY", "dynamic", 0, 0,                       \
+      "dynamic,static,unidirectional",                                                   \
+      "how packets spread over several rails: dynamic (each on the least loaded rail), " \
+      "static (one rail per pair of processes), unidirectional (even rails carry data "  \
+      "from lower to higher ranks, odd rails back)")                                     \
+    X(rail_heartbeat_ms, FM_CFG_INT, "FM_RAIL_HEARTBEAT_MS", "100", 5, 600000, NULL,      \
+      "with several rails: a rail to a peer silent this long is taken out of use (its "  \
+      "packets go on the others) until it answers again; each rail is probed three "     \
+      "times per interval while it carries nothing from the peer")                       \
     X(net_ring_size, FM_CFG_SIZE, "FM_NET_RING_SIZE", "256K", 4096, 1 << 30, NULL,      \
       "bytes of each network flow's ring (a power of two): the data one sending "        \
       "endpoint may have outstanding towards one receiving endpoint")                    \

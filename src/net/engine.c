@@ -13,7 +13,8 @@ const char *const fm_net_counter_names[FM_NC_COUNT] = {
     [FM_NC_RETX_TIMEOUT] = "retransmits_timeout", [FM_NC_RETX_FAST] = "retransmits_fast",
     [FM_NC_RETX_PROBE] = "retransmits_probe",
     [FM_NC_ACKS] = "acks_sent", [FM_NC_PINGS] = "pings_sent", [FM_NC_SESSIONS] = "sessions",
-    [FM_NC_PEERS_LOST] = "peers_lost",
+    [FM_NC_PEERS_LOST] = "peers_lost", [FM_NC_RAIL_DOWN] = "rail_failovers",
+    [FM_NC_RAIL_UP] = "rail_recoveries",
 };
 
 /* Received packets an ACK waits for before it goes on its own. */
@@ -22,6 +23,9 @@ const char *const fm_net_counter_names[FM_NC_COUNT] = {
 #define PINGS_PER_TIMEOUT 4
 /* The first HELLO retry; then doubling. */
 #define HELLO_RETRY_NS 2000000u
+/* Load a rail counts as having when the peer says its receive queue there
+ * is busy: another rail with less than this in flight goes first. */
+#define RAIL_BUSY_BYTES (64u << 10)
 
 enum sess_state {
     S_NEW,        /* nothing sent yet */
@@ -40,6 +44,8 @@ struct txent {
     uint8_t sacked;  /* selectively acknowledged */
     uint8_t retx;    /* retransmissions so far */
     uint8_t due;     /* to be (re)transmitted at the next output */
+    uint8_t rail;    /* the local rail of its last transmission */
+    uint8_t counted; /* DATA: its bytes count in that rail's inflight */
 };
 
 /* A packet received ahead of a gap, held until the gap fills. */
@@ -48,12 +54,28 @@ struct held {
     size_t len;
 };
 
+/* A session's view of one local rail. */
+struct sess_rail {
+    struct sockaddr_in addr; /* the peer on this rail's subnet; sin_family 0: none known */
+    uint64_t t_rx;           /* last packet from the peer on it */
+    uint64_t t_ping;         /* last probe sent on it */
+    uint64_t rack_t;         /* latest send time of a packet on it known delivered */
+    uint64_t srtt;           /* smoothed round trip of packets sent on it */
+    uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
+    uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
+    uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
+    uint8_t peer_busy;       /* the peer's receive queue on it is busy */
+    uint8_t ping_due;        /* probe it at the next output */
+    uint8_t reply_due;       /* answer a probe that came on it, on it */
+};
+
 struct fm_session {
     struct fm_net *net;
     int rank;
     int state;
-    struct sockaddr_in addr;
-    int have_addr;
+    struct sess_rail rail[FM_RAILS_MAX];
+    int have_addr;         /* some rail has the peer's address */
+    uint8_t ctl_rail;      /* rail of packets that are not DATA: the last one heard on */
     uint32_t peer_epoch;   /* 0 until known */
     uint64_t hello_nonce;  /* of our HELLO */
     uint64_t peer_nonce;   /* of theirs, to echo */
@@ -72,7 +94,6 @@ struct fm_session {
     /* transmit */
     uint32_t snd_nxt, snd_una;
     struct txent tx[FM_NET_TXWIN];
-    uint64_t rack_t;       /* latest send time of a packet known delivered */
     uint8_t probed;        /* a tail loss probe went since the last ACK */
     uint64_t srtt, rttvar, rto;
     uint64_t t_last_tx, t_last_rx;
@@ -112,6 +133,8 @@ struct fm_net {
     unsigned char *spare[16]; /* rings of ended flows, for the next ones */
     int nspare;
     uint64_t rng;
+    uint32_t rails_busy;    /* bit r: our receive queue on rail r is busy */
+    uint64_t rail_tx[FM_RAILS_MAX]; /* DATA bytes sent per rail */
     uint64_t nc[FM_NC_COUNT];
     uint64_t drops[FM_DROP_COUNT];
 };
@@ -176,6 +199,13 @@ static struct fm_session *session(struct fm_net *net, int rank)
     return s;
 }
 
+static void set_rail(const struct fm_session *s, struct fm_pkt_out *p, int r)
+{
+    p->rail = (uint8_t)r;
+    p->hdr.rail = (uint8_t)r;
+    p->to = s->rail[r].addr;
+}
+
 static void hdr_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, uint8_t op)
 {
     memset(&p->hdr, 0, sizeof(p->hdr));
@@ -198,8 +228,8 @@ static void hdr_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out
     p->sub_len = 0;
     p->raw = 0;
     p->nbytes[0] = p->nbytes[1] = 0;
-    p->to = s->addr;
     p->rank = s->rank;
+    set_rail(s, p, s->ctl_rail);
 }
 
 static void session_gone(struct fm_net *net, struct fm_session *s, int state)
@@ -221,6 +251,151 @@ static void session_gone(struct fm_net *net, struct fm_session *s, int state)
     net->p.up.peer_gone(net->p.up.core, s->rank, state);
 }
 
+/* ---- rails ------------------------------------------------------------------ */
+
+/* e no longer counts as in flight on its rail (acknowledged, or given up
+ * and due again). */
+static void tx_settle(struct fm_session *s, struct txent *e)
+{
+    if (e->counted) {
+        s->rail[e->rail].inflight -= e->len;
+        e->counted = 0;
+    }
+}
+
+static int rail_usable(const struct sess_rail *r) { return r->addr.sin_family && r->up; }
+
+/* The first usable rail after r, or r itself when no other is. */
+static int next_usable(const struct fm_net *net, const struct fm_session *s, int r)
+{
+    for (int k = 1; k <= net->p.nrails; k++) {
+        int c = (r + k) % net->p.nrails;
+        if (rail_usable(&s->rail[c]))
+            return c;
+    }
+    return r;
+}
+
+/* Rail r stopped answering: what is in flight on it goes again on the
+ * others, and nothing new goes on it until it answers a probe. */
+static void rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[r];
+    if (!sr->up)
+        return;
+    sr->up = 0;
+    net->nc[FM_NC_RAIL_DOWN]++;
+    fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the other "
+            "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
+    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (e->op && e->rail == r && !e->sacked && !e->due) {
+            tx_settle(s, e);
+            e->due = 1;
+        }
+    }
+    if (s->ctl_rail == r)
+        s->ctl_rail = (uint8_t)next_usable(net, s, r);
+    mark_pending(net, s);
+}
+
+/* A valid packet from the peer came on rail r (which the peer calls
+ * peer_idx) from `from`. */
+static void rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
+                       const struct sockaddr_in *from, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[r];
+    sr->t_rx = now;
+    sr->peer_idx = (uint8_t)(peer_idx % FM_RAILS_MAX);
+    if (!sr->addr.sin_family) {
+        /* The side that did not start the session learns the peer's other
+         * rails from the probes that come on them. */
+        sr->addr = *from;
+        sr->up = 1;
+    } else if (!sr->up) {
+        sr->up = 1;
+        net->nc[FM_NC_RAIL_UP]++;
+        fm_warn("net", "rail %d to rank %d answers again", r, s->rank);
+    }
+    s->ctl_rail = (uint8_t)r;
+}
+
+/*
+ * The rail for the next sequenced packet to this peer (seed 000's dynamic
+ * dispatch): among the rails that answer, the one with the fewest bytes in
+ * flight, a rail whose receive queue the peer reports busy counting as
+ * loaded. A short message therefore goes whole on an idle rail, and a long
+ * one spreads packet by packet in proportion to what each rail delivers: a
+ * faster rail is acknowledged sooner and so takes more.
+ */
+static int pick_rail(struct fm_net *net, struct fm_session *s)
+{
+    int n = net->p.nrails;
+    if (n == 1)
+        return 0;
+    int first = 0, step = 1;
+    if (net->p.rail_policy == FM_RAIL_STATIC) {
+        int r = (net->p.rank + s->rank) % n;
+        if (rail_usable(&s->rail[r]))
+            return r;
+    } else if (net->p.rail_policy == FM_RAIL_UNIDIRECTIONAL) {
+        first = net->p.rank < s->rank ? 0 : 1;
+        step = 2;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int best = -1;
+        uint64_t best_load = UINT64_MAX;
+        for (int r = first; r < n; r += step) {
+            const struct sess_rail *sr = &s->rail[r];
+            if (!rail_usable(sr))
+                continue;
+            uint64_t load = sr->inflight + (sr->peer_busy ? RAIL_BUSY_BYTES : 0);
+            if (load < best_load) {
+                best = r;
+                best_load = load;
+            }
+        }
+        if (best >= 0)
+            return best;
+        first = 0; /* the policy's rails are all down: any rail that works */
+        step = 1;
+    }
+    return s->ctl_rail; /* none answers: the session timeout decides */
+}
+
+/* Probes of each rail and their deadlines (several rails only). */
+static void rails_check(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    uint64_t hb = net->p.rail_heartbeat_ns;
+    for (int r = 0; r < net->p.nrails; r++) {
+        struct sess_rail *sr = &s->rail[r];
+        if (!sr->addr.sin_family)
+            continue;
+        if (!sr->t_rx)
+            sr->t_rx = now; /* a full heartbeat from setup */
+        if (sr->up && now - sr->t_rx > hb)
+            rail_down(net, s, r, now);
+        if (now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
+            sr->ping_due = 1;
+            mark_pending(net, s);
+        }
+    }
+}
+
+static uint64_t rails_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t d = UINT64_MAX, hb = net->p.rail_heartbeat_ns;
+    for (int r = 0; net->p.nrails > 1 && r < net->p.nrails; r++) {
+        const struct sess_rail *sr = &s->rail[r];
+        if (!sr->addr.sin_family || !sr->t_rx)
+            continue;
+        d = FM_MIN(d, FM_MAX(sr->t_rx, sr->t_ping) + hb / 3);
+        if (sr->up)
+            d = FM_MIN(d, sr->t_rx + hb + 1);
+    }
+    return d;
+}
+
 /* ---- setup ------------------------------------------------------------------ */
 
 struct fm_net *fm_net_new(const struct fm_net_params *p)
@@ -229,6 +404,9 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     if (!net)
         return NULL;
     net->p = *p;
+    net->p.nrails = FM_MAX(1, FM_MIN(p->nrails, FM_RAILS_MAX));
+    if (!net->p.rail_heartbeat_ns)
+        net->p.rail_heartbeat_ns = p->timeout_ns / 10;
     net->sess = calloc((size_t)p->size, sizeof(*net->sess));
     if (!net->sess) {
         free(net);
@@ -354,9 +532,21 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
         }
     }
     if (!s->have_addr) {
-        int rc = net->p.up.address_of(net->p.up.core, rank, &s->addr);
+        struct sockaddr_in a[FM_RAILS_MAX];
+        memset(a, 0, sizeof(a));
+        int rc = net->p.up.address_of(net->p.up.core, rank, a);
         if (rc)
             return rc;
+        int first = -1;
+        for (int r = 0; r < net->p.nrails; r++) {
+            s->rail[r].addr = a[r];
+            s->rail[r].up = a[r].sin_family != 0;
+            if (first < 0 && s->rail[r].up)
+                first = r;
+        }
+        if (first < 0)
+            return FM_EUNREACH;
+        s->ctl_rail = (uint8_t)first;
         s->have_addr = 1;
     }
     if (!s->nfree_ids) {
@@ -402,8 +592,11 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
 
 /* ---- receiving -------------------------------------------------------------- */
 
-static void rtt_sample(struct fm_net *net, struct fm_session *s, uint64_t rtt)
+static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct txent *e,
+                       uint64_t rtt)
 {
+    struct sess_rail *sr = &s->rail[e->rail];
+    sr->srtt = sr->srtt ? (7 * sr->srtt + rtt) / 8 : rtt;
     /* RFC 6298 in nanoseconds. */
     if (!s->srtt) {
         s->srtt = rtt;
@@ -427,13 +620,16 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, uint64_t rtt)
  */
 static void detect_losses(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    uint64_t rtt = s->srtt ? s->srtt : net->p.rto_min_ns / 4;
-    uint64_t wait = rtt + FM_MAX(rtt / 4, (uint64_t)20000);
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        if (!e->op || e->sacked || e->due || e->t_sent > s->rack_t)
+        /* Per rail: packets on a slower rail arrive after later packets on
+         * a faster one without being lost. */
+        const struct sess_rail *sr = &s->rail[e->rail];
+        if (!e->op || e->sacked || e->due || e->t_sent > sr->rack_t)
             continue;
-        if (now - e->t_sent >= wait) {
+        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+        if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
+            tx_settle(s, e);
             e->due = 1;
             net->nc[FM_NC_RETX_FAST]++;
             mark_pending(net, s);
@@ -447,13 +643,15 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
         struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
         if (!last->retx)
-            rtt_sample(net, s, now - last->t_sent);
+            rtt_sample(net, s, last, now - last->t_sent);
         for (uint32_t q = s->snd_una; q != ack; q++) {
             struct txent *e = &s->tx[q % FM_NET_TXWIN];
+            struct sess_rail *sr = &s->rail[e->rail];
             /* A retransmitted packet's acknowledgement may be for its first
              * copy: its send time proves nothing about later packets. */
             if (!e->retx)
-                s->rack_t = FM_MAX(s->rack_t, e->t_sent);
+                sr->rack_t = FM_MAX(sr->rack_t, e->t_sent);
+            tx_settle(s, e);
             e->op = 0;
         }
         s->snd_una = ack;
@@ -474,6 +672,8 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     }
     if (!a)
         return;
+    for (int r = 0; r < net->p.nrails; r++)
+        s->rail[r].peer_busy = (uint8_t)(a->rails_busy >> s->rail[r].peer_idx & 1);
     for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
         if (!(a->sack[i / 64] >> (i % 64) & 1))
             continue;
@@ -483,8 +683,9 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
         if (!e->sacked) {
             e->sacked = 1;
+            tx_settle(s, e);
             if (!e->retx)
-                s->rack_t = FM_MAX(s->rack_t, e->t_sent);
+                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
         }
     }
     detect_losses(net, s, now);
@@ -694,7 +895,7 @@ static size_t payload_size(uint8_t op)
     }
 }
 
-static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s,
+static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s, int rail,
                              const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,
                              const struct sockaddr_in *from)
 {
@@ -714,7 +915,9 @@ static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s,
     /* The address comes from the first HELLO only: a replayed one from
      * elsewhere must not redirect the session. */
     if (!s->have_addr || (first && h->op == FM_OP_HELLO)) {
-        s->addr = *from;
+        s->rail[rail].addr = *from;
+        s->rail[rail].up = 1;
+        s->ctl_rail = (uint8_t)rail;
         s->have_addr = 1;
     }
     if (h->op == FM_OP_HELLO) {
@@ -726,9 +929,11 @@ static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s,
     return FM_DROP_NONE;
 }
 
-enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
+enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
                           const struct sockaddr_in *from, uint64_t now)
 {
+    if (rail < 0 || rail >= net->p.nrails)
+        rail = 0;
     enum fm_drop why = fm_wire_check(pkt, len, net->job, (uint32_t)net->p.rank,
                                      (uint32_t)net->p.size);
     struct fm_wire_hdr h;
@@ -751,10 +956,11 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
     if (h.op == FM_OP_HELLO || h.op == FM_OP_HELLO_ACK) {
         struct fm_wire_hello hello;
         memcpy(&hello, pl, sizeof(hello));
-        why = on_hello(net, s, &h, &hello, from);
+        why = on_hello(net, s, rail, &h, &hello, from);
         if (why)
             goto drop;
         s->t_last_rx = now;
+        rail_heard(net, s, rail, h.rail, from, now);
         return FM_DROP_NONE;
     }
     if (s->state == S_GONE && s->bye_received && h.src_epoch == s->peer_epoch &&
@@ -777,6 +983,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
     }
     s->t_last_rx = now;
     s->probed = 0;
+    rail_heard(net, s, rail, h.rail, from, now);
     if (h.flags & FM_HDR_ACK_VALID)
         on_ack(net, s, h.ack, NULL, now);
     switch (h.op) {
@@ -798,8 +1005,9 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
     case FM_OP_PING:
         /* Credits are sent once; an ACK that carried one may have been
          * lost, and a sender without credit sends nothing that would
-         * bring it back. A PING asks for all of them again. */
-        s->ack_now = 1;
+         * bring it back. A PING asks for all of them again, on the rail it
+         * came on (which it probes). */
+        s->rail[rail].reply_due = 1;
         s->credit_all = 1;
         mark_pending(net, s);
         return FM_DROP_NONE;
@@ -830,14 +1038,29 @@ drop:
     return why;
 }
 
-void fm_net_unreachable(struct fm_net *net, const struct sockaddr_in *from)
+void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
+                        int refused)
 {
+    if (rail < 0 || rail >= net->p.nrails)
+        return;
     for (int i = 0; i < net->nall; i++) {
         struct fm_session *s = net->all[i];
-        if (s->have_addr && s->addr.sin_addr.s_addr == from->sin_addr.s_addr &&
-            s->addr.sin_port == from->sin_port && s->state != S_GONE)
+        const struct sockaddr_in *a = &s->rail[rail].addr;
+        if (!a->sin_family || a->sin_addr.s_addr != from->sin_addr.s_addr ||
+            a->sin_port != from->sin_port || s->state == S_GONE)
+            continue;
+        if (!refused && next_usable(net, s, rail) != rail)
+            rail_down(net, s, rail, fm_now_ns());
+        else
             session_gone(net, s, s->bye_sent ? FM_PEER_FINALIZED : FM_PEER_FAILED);
     }
+}
+
+void fm_net_set_rails_busy(struct fm_net *net, uint32_t mask) { net->rails_busy = mask; }
+
+void fm_net_rail_counters(const struct fm_net *net, uint64_t tx_bytes[FM_RAILS_MAX])
+{
+    memcpy(tx_bytes, net->rail_tx, sizeof(net->rail_tx));
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -891,6 +1114,21 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
         p->nbytes[0] = (uint16_t)first;
         p->bytes[1] = f->ring.data;
         p->nbytes[1] = (uint16_t)(e->len - first);
+    }
+}
+
+/* Builds the packet of entry q and sends it on the rail the policy picks. */
+static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm_pkt_out *p)
+{
+    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    build_sequenced(net, s, q, p);
+    int r = pick_rail(net, s);
+    set_rail(s, p, r);
+    e->rail = (uint8_t)r;
+    if (e->op == FM_OP_DATA) {
+        e->counted = 1;
+        s->rail[r].inflight += e->len;
+        net->rail_tx[r] += e->len;
     }
 }
 
@@ -949,6 +1187,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         }
     }
     a->ncredit = (uint16_t)n;
+    a->rails_busy = net->rails_busy;
     p->sub_len = (uint16_t)(sizeof(*a) + (size_t)n * sizeof(struct fm_wire_credit));
     s->ack_now = 0;
     s->unacked = 0;
@@ -977,6 +1216,8 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         s->t_hello = 0;
     }
     if (s->state == S_HELLO_SENT && now >= s->t_hello && n < max) {
+        if (s->t_hello) /* a retry: perhaps the first rail is the broken one */
+            s->ctl_rail = (uint8_t)next_usable(net, s, s->ctl_rail);
         build_hello(net, s, &pkts[n++], 0);
         s->t_hello = now + s->hello_backoff;
         s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
@@ -996,7 +1237,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
         if (!e->due || !e->op)
             continue;
-        build_sequenced(net, s, q, &pkts[n++]);
+        emit(net, s, q, &pkts[n++]);
         e->due = 0;
         e->retx++;
         e->t_sent = now;
@@ -1009,7 +1250,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
             continue;
         if (!f->announced) {
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
-            build_sequenced(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++]);
             f->announced = 1;
         }
         scan_complete(f, f->ring.size);
@@ -1024,12 +1265,12 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
                 break;
             }
             uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
-            build_sequenced(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++]);
             f->sent += len;
         }
         if (f->ending && f->complete == f->sent && n < max && window_open(s)) {
             f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
-            build_sequenced(net, s, f->end_seq, &pkts[n++]);
+            emit(net, s, f->end_seq, &pkts[n++]);
             f->end_sent = 1;
         }
     }
@@ -1038,7 +1279,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         struct fm_rxflow *f = s->rxf[i];
         if (f && f->orphan && !f->ended && f->stop_due) {
             uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
-            build_sequenced(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++]);
             f->stop_due = 0;
             s->nstops--;
         }
@@ -1053,7 +1294,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         }
         if (all_sent) {
             uint32_t q = sequence(s, FM_OP_BYE, 0, 0, 0, now);
-            build_sequenced(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++]);
             s->bye_sent = 1;
         }
     }
@@ -1064,6 +1305,22 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         hdr_init(net, s, &pkts[n++], FM_OP_PING);
         net->nc[FM_NC_PINGS]++;
         s->ping_due = 0;
+    }
+    /* Each rail's probes and their answers go on that rail. */
+    for (int r = 0; r < net->p.nrails && n < max; r++) {
+        struct sess_rail *sr = &s->rail[r];
+        if (sr->ping_due) {
+            hdr_init(net, s, &pkts[n], FM_OP_PING);
+            set_rail(s, &pkts[n++], r);
+            net->nc[FM_NC_PINGS]++;
+            sr->ping_due = 0;
+            sr->t_ping = now;
+        }
+        if (sr->reply_due && n < max) {
+            build_ack(net, s, &pkts[n]);
+            set_rail(s, &pkts[n++], r);
+            sr->reply_due = 0;
+        }
     }
     /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
     if (n < max && (s->ack_now || s->credit_due || (s->unacked && now >= s->t_ack_due)))
@@ -1103,6 +1360,8 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
     }
     if (!s->t_last_rx)
         s->t_last_rx = now;
+    if (net->p.nrails > 1)
+        rails_check(net, s, now);
     if (s->snd_una != s->snd_nxt) {
         struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
         /* Tail loss probe (as TCP's TLP): no acknowledgement for two round
@@ -1119,6 +1378,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
             struct txent *t = &s->tx[q % FM_NET_TXWIN];
             if (t->op && !t->sacked && !t->due) {
+                tx_settle(s, t);
                 t->due = 1;
                 net->nc[FM_NC_RETX_PROBE]++;
                 mark_pending(net, s);
@@ -1130,6 +1390,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
                 struct txent *t = &s->tx[q % FM_NET_TXWIN];
                 if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
+                    tx_settle(s, t);
                     t->due = 1;
                     net->nc[FM_NC_RETX_TIMEOUT]++;
                 }
@@ -1169,8 +1430,9 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
     if (s->snd_una != s->snd_nxt) {
         const struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
         d = FM_MIN(d, e->t_sent + FM_MIN(s->rto, probe_timeout(net, s)));
-        if (e->t_sent <= s->rack_t) /* loss detection waits a round trip */
-            d = FM_MIN(d, e->t_sent + s->srtt + FM_MAX(s->srtt / 4, (uint64_t)20000));
+        uint64_t rtt = s->rail[e->rail].srtt ? s->rail[e->rail].srtt : s->srtt;
+        if (e->t_sent <= s->rail[e->rail].rack_t) /* loss detection waits a round trip */
+            d = FM_MIN(d, e->t_sent + rtt + FM_MAX(rtt / 4, (uint64_t)20000));
     } else if (s->nlive)
         d = FM_MIN(d, FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto); /* credit check */
     if (s->unacked && s->t_ack_due > 1)
@@ -1178,7 +1440,7 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
     d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
     if (s->t_last_rx)
         d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);
-    return d;
+    return FM_MIN(d, rails_deadline(net, s));
 }
 
 int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
@@ -1188,9 +1450,14 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
      * read, and they may have been away as well. Silence while we were not
      * listening proves nothing, so every peer gets a full timeout again. */
     if (net->t_last_output && now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
-        for (int i = 0; i < net->nall; i++)
-            if (net->all[i]->t_last_rx)
-                net->all[i]->t_last_rx = now;
+        for (int i = 0; i < net->nall; i++) {
+            struct fm_session *s = net->all[i];
+            if (s->t_last_rx)
+                s->t_last_rx = now;
+            for (int r = 0; r < net->p.nrails; r++)
+                if (s->rail[r].t_rx)
+                    s->rail[r].t_rx = now;
+        }
         net->next_timer = now;
     }
     net->t_last_output = now;

@@ -34,6 +34,15 @@
 
 #define FM_NET_TXWIN FM_WIRE_SACK_BITS /* sequenced packets in flight per session */
 #define FM_NET_MAX_CREDITS 16           /* credits one ACK carries */
+#define FM_RAILS_MAX 4                  /* network links one process uses at once */
+
+/* How a session spreads its packets over the rails (seed 000, 2.3). */
+enum fm_rail_policy {
+    FM_RAIL_DYNAMIC,        /* every rail, each packet on the least loaded free one */
+    FM_RAIL_STATIC,         /* one rail per pair of processes, fixed at setup */
+    FM_RAIL_UNIDIRECTIONAL, /* a rail carries data one way only: even rails from the lower
+                               rank to the higher, odd rails back */
+};
 
 struct fm_net;
 struct fm_session;
@@ -111,6 +120,7 @@ struct fm_pkt_out {
     const void *bytes[2];    /* DATA: the pieces, in a mirror ring */
     struct sockaddr_in to;
     int rank;
+    uint8_t rail;            /* the local rail (socket) it leaves on */
 };
 
 /* What the engine needs from the process it runs in. */
@@ -124,8 +134,10 @@ struct fm_net_upcalls {
     void (*flow_end)(void *core, struct fm_rxflow *f);
     /* The peer left (FM_PEER_FINALIZED) or stopped answering (FM_PEER_FAILED). */
     void (*peer_gone)(void *core, int rank, int state);
-    /* The address of a rank; 0 or a negative FM_E* code. */
-    int (*address_of)(void *core, int rank, struct sockaddr_in *out);
+    /* The addresses of a rank: out[r] is its address on the subnet of local
+     * rail r, sin_family 0 where it has none. 0 if some rail reaches it, else
+     * a negative FM_E* code. */
+    int (*address_of)(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX]);
 };
 
 struct fm_net_params {
@@ -137,6 +149,9 @@ struct fm_net_params {
     uint64_t timeout_ns;     /* a peer silent this long is lost */
     uint64_t rto_min_ns, rto_max_ns;
     uint64_t ack_delay_ns;   /* longest an acknowledgement waits for a packet to ride on */
+    int nrails;              /* local rails, 1..FM_RAILS_MAX */
+    enum fm_rail_policy rail_policy;
+    uint64_t rail_heartbeat_ns; /* a rail silent this long is down (with several rails) */
     struct fm_net_upcalls up;
 };
 
@@ -144,7 +159,7 @@ struct fm_net_params {
 enum fm_net_counter {
     FM_NC_TX_PACKETS, FM_NC_TX_BYTES, FM_NC_RX_PACKETS, FM_NC_RX_BYTES,
     FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_RETX_PROBE, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
-    FM_NC_PEERS_LOST, FM_NC_COUNT
+    FM_NC_PEERS_LOST, FM_NC_RAIL_DOWN, FM_NC_RAIL_UP, FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];
 
@@ -167,12 +182,23 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
 /* A route lets go of f; the flow is freed once it also ended. */
 void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f);
 
-/* Handles one received datagram; returns the drop reason or FM_DROP_NONE. */
-enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len,
+/* Handles one datagram received on local rail `rail`; returns the drop
+ * reason or FM_DROP_NONE. */
+enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
                           const struct sockaddr_in *from, uint64_t now);
 
-/* The peer at `from` is unreachable (an ICMP error came back). */
-void fm_net_unreachable(struct fm_net *net, const struct sockaddr_in *from);
+/* An ICMP error came back on `rail` for `from`: with refused set, no process
+ * listens there any more (the peer is gone); otherwise the rail cannot reach
+ * it (the peer is gone only if that was its last rail). */
+void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
+                        int refused);
+
+/* The link's receive queue on each rail (bit r: rail r is busy): told to
+ * senders in acknowledgements, for their choice of rail. */
+void fm_net_set_rails_busy(struct fm_net *net, uint32_t mask);
+
+/* DATA bytes sent on each local rail, retransmissions included. */
+void fm_net_rail_counters(const struct fm_net *net, uint64_t tx_bytes[FM_RAILS_MAX]);
 
 /*
  * Fills up to max packets to transmit now: handshakes, new data,

@@ -19,6 +19,7 @@ struct link_pkt {
     unsigned char data[FM_WIRE_MAX];
     size_t len;
     int to;
+    int rail;
 };
 
 /* The network: a queue of datagrams in flight. */
@@ -27,6 +28,11 @@ static int nqueue, qcap = 4096;
 static struct fm_fault faults;
 static int use_faults;
 static uint64_t now = 1000000;
+/* Rails of the engines made next, and rails that lose everything. */
+static int nrails = 1;
+static int rail_dead[FM_RAILS_MAX];
+/* stream(): rounds at which rail 1 dies and comes back (-1: never). */
+static int kill_round = -1, revive_round = -1;
 
 /* Per engine: what the upcalls saw. */
 struct side {
@@ -61,11 +67,14 @@ static void up_gone(void *core, int rank, int state)
     sd->gone_rank = rank;
     sd->gone_state = state;
 }
-static int up_addr(void *core, int rank, struct sockaddr_in *out)
+static int up_addr(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
 {
     (void)core;
-    memset(out, 0, sizeof(*out));
-    out->sin_port = (uint16_t)(1000 + rank);
+    for (int r = 0; r < nrails; r++) {
+        memset(&out[r], 0, sizeof(out[r]));
+        out[r].sin_family = AF_INET;
+        out[r].sin_port = (uint16_t)(1000 + 10 * r + rank);
+    }
     return 0;
 }
 
@@ -75,6 +84,7 @@ static struct fm_net *make(int rank, uint8_t keybyte)
         .rank = rank, .size = 2, .epoch = 0x1000u + (uint32_t)rank + keybyte,
         .ring_size = RING, .payload = 1400, .timeout_ns = 2000000000ull,
         .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
+        .nrails = nrails, .rail_heartbeat_ns = 3000000,
         .up = {.core = &sides[rank], .flow_new = up_flow_new, .delivered = up_delivered,
                .flow_end = up_flow_end, .peer_gone = up_gone, .address_of = up_addr},
     };
@@ -82,13 +92,14 @@ static struct fm_net *make(int rank, uint8_t keybyte)
     return fm_net_new(&p);
 }
 
-static void enqueue(const void *data, size_t len, int to)
+static void enqueue(const void *data, size_t len, int to, int rail)
 {
-    if (nqueue == qcap)
-        return; /* the link is full: lost */
+    if (nqueue == qcap || rail_dead[rail])
+        return; /* the link is full, or the rail is broken: lost */
     memcpy(queue[nqueue].data, data, len);
     queue[nqueue].len = len;
     queue[nqueue].to = to;
+    queue[nqueue].rail = rail;
     nqueue++;
 }
 
@@ -109,9 +120,9 @@ static int pump_out(int from, int flush)
         enum fm_fault_action a = use_faults ? fm_fault_next(&faults, buf, len) : FM_FAULT_PASS;
         if (a == FM_FAULT_DROP)
             continue;
-        enqueue(buf, len, pk[i].rank);
+        enqueue(buf, len, pk[i].rank, pk[i].rail);
         if (a == FM_FAULT_DUP)
-            enqueue(buf, len, pk[i].rank);
+            enqueue(buf, len, pk[i].rank, pk[i].rail);
         if (a == FM_FAULT_REORDER && nqueue >= 2) {
             struct link_pkt t = queue[nqueue - 1];
             queue[nqueue - 1] = queue[nqueue - 2];
@@ -127,8 +138,10 @@ static void deliver_all(void)
     int n = nqueue;
     nqueue = 0;
     for (int i = 0; i < n; i++) {
-        from.sin_port = (uint16_t)(1000 + (1 - queue[i].to));
-        fm_net_input(sides[queue[i].to].net, queue[i].data, queue[i].len, &from, now);
+        from.sin_family = AF_INET;
+        from.sin_port = (uint16_t)(1000 + 10 * queue[i].rail + (1 - queue[i].to));
+        fm_net_input(sides[queue[i].to].net, queue[i].data, queue[i].len, queue[i].rail, &from,
+                     now);
     }
 }
 
@@ -171,6 +184,10 @@ static void stream(uint64_t total, uint64_t seed)
     srand((unsigned)seed);
     for (int rounds = 0; got < total; rounds++) {
         CHECK(rounds < 2000000);
+        if (rounds == kill_round)
+            rail_dead[1] = 1;
+        if (rounds == revive_round)
+            rail_dead[1] = 0;
         /* Write what fits. */
         while (sent < total) {
             uint64_t want = (uint64_t)(1 + rand() % 2999);
@@ -237,6 +254,66 @@ static void test_faulty_stream(const char *spec)
         CHECK(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST] > 0);
 }
 
+/* Two rails: a stream spreads over both; when rail 1 dies in the middle,
+ * its packets go again on rail 0 and nothing is lost or doubled; when it
+ * comes back it carries traffic again. Then both die: the peer is lost. */
+static void test_rails(void)
+{
+    nrails = 2;
+    reset();
+    use_faults = 0;
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT], tx[FM_RAILS_MAX];
+    stream(1 << 20, 6);
+    fm_net_rail_counters(sides[0].net, tx);
+    CHECK(tx[0] > (1 << 18) && tx[1] > (1 << 18)); /* both rails carry a fair share */
+
+    reset();
+    kill_round = 60;     /* rail heartbeat: 60 rounds */
+    revive_round = 250;
+    stream(8 << 20, 7); /* checks every byte, once, in order */
+    kill_round = revive_round = -1;
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK(nc[FM_NC_RAIL_DOWN] >= 1);
+    CHECK(nc[FM_NC_RAIL_UP] >= 1);
+    CHECK_EQ(nc[FM_NC_PEERS_LOST], 0);
+    CHECK_EQ(sides[0].gone_state, 0);
+    fm_net_rail_counters(sides[0].net, tx);
+    uint64_t rail1_before = tx[1];
+    /* Back up: rail 1 is used again. */
+    for (int i = 0; i < 200; i++) {
+        pump_out(0, 1);
+        deliver_all();
+        pump_out(1, 1);
+        deliver_all();
+        now += 50000;
+    }
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    unsigned char buf[1000] = {0};
+    for (int i = 0; i < 8; i++) {
+        struct iovec v = {buf, sizeof(buf)};
+        fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, sizeof(buf));
+    }
+    fm_net_kick(sides[0].net, f);
+    pump_out(0, 1);
+    fm_net_rail_counters(sides[0].net, tx);
+    CHECK(tx[1] > rail1_before);
+    fm_net_flow_put(sides[0].net, f);
+
+    /* Every rail silent: the peer is lost after the session timeout. */
+    rail_dead[0] = rail_dead[1] = 1;
+    uint64_t t0 = now;
+    while (sides[0].gone_state == 0) {
+        pump_out(0, 1);
+        deliver_all();
+        now += 10000000;
+        CHECK(now - t0 < 3000000000ull);
+    }
+    CHECK_EQ(sides[0].gone_state, FM_PEER_FAILED);
+    rail_dead[0] = rail_dead[1] = 0;
+    nrails = 1;
+}
+
 static void test_silence(void)
 {
     reset();
@@ -291,15 +368,15 @@ static void test_bad_packets(void)
     struct sockaddr_in from = {0};
     uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
     /* Replayed: a duplicate. */
-    CHECK_EQ(fm_net_input(b, good.data, good.len, &from, now), FM_DROP_DUPLICATE);
+    CHECK_EQ(fm_net_input(b, good.data, good.len, 0, &from, now), FM_DROP_DUPLICATE);
     /* Truncated. */
-    CHECK_EQ(fm_net_input(b, good.data, good.len - 5, &from, now), FM_DROP_SHORT);
-    CHECK_EQ(fm_net_input(b, good.data, 10, &from, now), FM_DROP_SHORT);
+    CHECK_EQ(fm_net_input(b, good.data, good.len - 5, 0, &from, now), FM_DROP_SHORT);
+    CHECK_EQ(fm_net_input(b, good.data, 10, 0, &from, now), FM_DROP_SHORT);
     /* One bit flipped. */
     unsigned char bad[FM_WIRE_MAX];
     memcpy(bad, good.data, good.len);
     bad[good.len - 1] ^= 4;
-    CHECK_EQ(fm_net_input(b, bad, good.len, &from, now), FM_DROP_CRC);
+    CHECK_EQ(fm_net_input(b, bad, good.len, 0, &from, now), FM_DROP_CRC);
     /* Another job: a process whose key differs sends a valid-looking hello. */
     struct fm_net *stranger = make(0, 99);
     struct fm_txflow *sf;
@@ -314,13 +391,13 @@ static void test_bad_packets(void)
         memcpy(bad + len, iov[j].iov_base, iov[j].iov_len);
         len += iov[j].iov_len;
     }
-    CHECK_EQ(fm_net_input(b, bad, len, &from, now), FM_DROP_FOREIGN);
+    CHECK_EQ(fm_net_input(b, bad, len, 0, &from, now), FM_DROP_FOREIGN);
     fm_net_free(stranger);
     /* Garbage of every length. */
     for (size_t l = 0; l < 200; l++) {
         for (size_t i = 0; i < l; i++)
             bad[i] = (unsigned char)(i * 31 + l);
-        CHECK(fm_net_input(b, bad, l, &from, now) != FM_DROP_NONE);
+        CHECK(fm_net_input(b, bad, l, 0, &from, now) != FM_DROP_NONE);
     }
     fm_net_counters(b, nc, dr);
     CHECK(dr[FM_DROP_DUPLICATE] >= 1 && dr[FM_DROP_SHORT] >= 2 && dr[FM_DROP_CRC] >= 1 &&
@@ -342,6 +419,7 @@ int main(void)
     test_faulty_stream("reorder=0.1,seed=3");
     test_faulty_stream("corrupt=0.02,seed=4");
     test_faulty_stream("drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=5");
+    test_rails();
     test_silence();
     test_bye();
     test_bad_packets();

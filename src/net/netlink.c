@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "engine.h"
 #include "fault.h"
+#include "rails.h"
 #include "shm/shm.h"
 #include "udp.h"
 
@@ -19,10 +20,12 @@
 
 struct fm_netlink {
     struct fm_net *engine;
-    struct fm_udp udp;
+    struct fm_udp rail[FM_RAILS_MAX]; /* a socket per rail */
+    int nrails;
     struct fm_fault fault;
     pthread_mutex_t lock;
     struct fm_pkt_out out[FM_UDP_SEND_MAX];
+    struct fm_pkt_out by_rail[FM_UDP_SEND_MAX]; /* out, one rail's packets at a time */
     struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
     int nparked, parked_cap;
     pthread_t thread;
@@ -38,21 +41,48 @@ struct fm_netlink {
  * of its data soon even while a long queue is being read. */
 #define RECV_ROUNDS 4
 
+/* Sends n packets of nl->out, each on its rail's socket; one rail's packets
+ * stay together so that runs of them go as one GSO send. */
+static void send_out(struct fm_netlink *nl, int n)
+{
+    if (nl->nrails == 1) {
+        fm_udp_send(&nl->rail[0], nl->engine, nl->out, n);
+        return;
+    }
+    for (int r = 0; r < nl->nrails; r++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (nl->out[i].rail == r)
+                nl->by_rail[m++] = nl->out[i];
+        if (m)
+            fm_udp_send(&nl->rail[r], nl->engine, nl->by_rail, m);
+    }
+}
+
+/* Sends what the engine has, in batches. */
+static void output(struct fm_netlink *nl, int flush, uint64_t now)
+{
+    int n;
+    do {
+        n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
+        if (n)
+            send_out(nl, n);
+    } while (n == FM_UDP_SEND_MAX);
+}
+
 static int run(struct fm_netlink *nl, int flush)
 {
     int got = 0;
     for (int round = 0; round < RECV_ROUNDS; round++) {
         uint64_t now = fm_now_ns();
-        int k = fm_udp_recv(&nl->udp, nl->engine, now);
-        got += k;
-        for (;;) {
-            int n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
-            if (n)
-                fm_udp_send(&nl->udp, nl->engine, nl->out, n);
-            if (n < FM_UDP_SEND_MAX)
-                break;
+        uint32_t busy = 0;
+        for (int r = 0; r < nl->nrails; r++) {
+            got += fm_udp_recv(&nl->rail[r], nl->engine, now);
+            busy |= (uint32_t)nl->rail[r].busy << r;
         }
-        if (k < FM_UDP_BATCH)
+        fm_net_set_rails_busy(nl->engine, busy);
+        output(nl, flush, now);
+        if (!busy)
             break;
     }
     return got;
@@ -81,12 +111,14 @@ static void *progress_thread(void *arg)
 {
     fm_ctx *ctx = arg;
     struct fm_netlink *nl = ctx->net;
-    struct pollfd pfd[2] = {{.fd = nl->udp.fd, .events = POLLIN}, {.fd = nl->stop_fd,
-                                                                    .events = POLLIN}};
+    struct pollfd pfd[FM_RAILS_MAX + 1];
+    for (int r = 0; r < nl->nrails; r++)
+        pfd[r] = (struct pollfd){.fd = nl->rail[r].fd, .events = POLLIN};
+    pfd[nl->nrails] = (struct pollfd){.fd = nl->stop_fd, .events = POLLIN};
     while (!__atomic_load_n(&nl->stop, __ATOMIC_ACQUIRE)) {
         uint64_t d = fm_netlink_deadline(ctx), now = fm_now_ns();
         int ms = d == UINT64_MAX ? 100 : d <= now ? 0 : (int)FM_MIN((d - now) / 1000000 + 1, 100);
-        poll(pfd, 2, ms);
+        poll(pfd, (nfds_t)nl->nrails + 1, ms);
         pthread_mutex_lock(&nl->lock);
         run(nl, 1);
         pthread_mutex_unlock(&nl->lock);
@@ -197,22 +229,40 @@ static void up_peer_gone(void *core, int rank, int state)
             wake(ctx, ctx->eps[s]);
 }
 
-static int up_address_of(void *core, int rank, struct sockaddr_in *out)
+static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
 {
     fm_ctx *ctx = core;
-    char card[FM_BOOT_VAL_MAX], ip[64];
-    unsigned port;
-    if (ctx->boot.ops->get(&ctx->boot, rank, "net", card, sizeof(card)) != 0 ||
-        sscanf(card, "%63[0-9.]:%u", ip, &port) != 2 || port > 65535) {
+    struct fm_netlink *nl = ctx->net;
+    char card[FM_BOOT_VAL_MAX];
+    if (ctx->boot.ops->get(&ctx->boot, rank, "net", card, sizeof(card)) != 0) {
         fm_error("net", "rank %d published no network address (is udp in its FM_TRANSPORTS?)",
                  rank);
         return FM_EUNREACH;
     }
-    memset(out, 0, sizeof(*out));
-    out->sin_family = AF_INET;
-    out->sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, ip, &out->sin_addr) != 1)
+    int matched = fm_rails_match(nl->rail, nl->nrails, card, out);
+    if (matched < 0) {
+        fm_error("net", "rank %d published a malformed address card '%s'", rank, card);
         return FM_EUNREACH;
+    }
+    /* A rail that cannot reach the peer is said once, not silently used. */
+    for (int r = 0; r < nl->nrails; r++)
+        if (!out[r].sin_family)
+            fm_log_limited(FM_LOG_WARN, "net", 8,
+                           "rail %d (%s, %s) reaches none of rank %d's rails (%s): not used "
+                           "towards it",
+                           r, nl->rail[r].ifname, inet_ntoa(nl->rail[r].addr.sin_addr), rank,
+                           card);
+    for (int r = 0; r < nl->nrails; r++)
+        if (out[r].sin_family)
+            fm_info("net", "rank %d: rail %d (%s %s) pairs with %s:%u", rank, r,
+                    nl->rail[r].ifname, inet_ntoa(nl->rail[r].addr.sin_addr),
+                    inet_ntoa(out[r].sin_addr), ntohs(out[r].sin_port));
+    if (!matched) {
+        fm_error("net", "none of this process's rails (FM_RAILS=%s) shares a subnet with "
+                        "rank %d's (%s)",
+                 ctx->cfg.rails, rank, card);
+        return FM_EUNREACH;
+    }
     return 0;
 }
 
@@ -329,13 +379,7 @@ static void kick(fm_ctx *ctx, struct fm_txflow *f)
     struct fm_netlink *nl = ctx->net;
     pthread_mutex_lock(&nl->lock);
     fm_net_kick(nl->engine, f);
-    uint64_t now = fm_now_ns();
-    int n;
-    do {
-        n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, 0, now);
-        if (n)
-            fm_udp_send(&nl->udp, nl->engine, nl->out, n);
-    } while (n == FM_UDP_SEND_MAX);
+    output(nl, 0, fm_now_ns());
     pthread_mutex_unlock(&nl->lock);
 }
 
@@ -432,35 +476,46 @@ int fm_netlink_setup(fm_ctx *ctx, char *err, size_t errlen)
         return FM_ENOMEM;
     nl->stop_fd = -1;
     pthread_mutex_init(&nl->lock, NULL);
-    int rc = fm_udp_open(&nl->udp, ctx->cfg.rails, err, errlen);
-    if (rc) {
+    int rc = fm_rails_open(nl->rail, ctx->cfg.rails, err, errlen);
+    if (rc < 0) {
         free(nl);
         return rc;
     }
+    nl->nrails = rc;
     if (ctx->cfg.fault[0]) {
         if (fm_fault_parse(&nl->fault, ctx->cfg.fault, err, errlen) < 0) {
-            fm_udp_close(&nl->udp);
+            fm_rails_close(nl->rail, nl->nrails);
             free(nl);
             return FM_EINVAL;
         }
-        nl->udp.fault = &nl->fault;
+        for (int r = 0; r < nl->nrails; r++)
+            nl->rail[r].fault = &nl->fault;
         fm_warn("net", "fault injection on: FM_FAULT=%s", ctx->cfg.fault);
     }
     ctx->net = nl;
-    char card[64];
-    snprintf(card, sizeof(card), "%s:%u", inet_ntoa(nl->udp.addr.sin_addr),
-             ntohs(nl->udp.addr.sin_port));
-    rc = ctx->boot.ops->put(&ctx->boot, "net", card);
-    if (rc) {
+    char card[FM_BOOT_VAL_MAX];
+    if (fm_rails_card(nl->rail, nl->nrails, card, sizeof(card)) < 0 ||
+        (rc = ctx->boot.ops->put(&ctx->boot, "net", card)) != 0) {
         snprintf(err, errlen, "net: cannot publish this rank's address");
-        return rc;
+        return rc ? rc : FM_EINVAL;
     }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = FM_EPOLL_NET};
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, nl->udp.fd, &ev) < 0) {
-        snprintf(err, errlen, "net: epoll_ctl: %s", strerror(errno));
-        return FM_ESYS;
+    for (int r = 0; r < nl->nrails; r++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = FM_EPOLL_NET};
+        if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, nl->rail[r].fd, &ev) < 0) {
+            snprintf(err, errlen, "net: epoll_ctl: %s", strerror(errno));
+            return FM_ESYS;
+        }
     }
     return 0;
+}
+
+/* One packet size for every rail: the smallest MTU's. */
+static uint32_t min_payload(const struct fm_netlink *nl)
+{
+    uint32_t p = nl->rail[0].payload;
+    for (int r = 1; r < nl->nrails; r++)
+        p = FM_MIN(p, nl->rail[r].payload);
+    return p;
 }
 
 int fm_netlink_start(fm_ctx *ctx, char *err, size_t errlen)
@@ -471,7 +526,10 @@ int fm_netlink_start(fm_ctx *ctx, char *err, size_t errlen)
         .rank = ctx->rank,
         .size = ctx->size,
         .ring_size = (uint32_t)ctx->cfg.net_ring_size,
-        .payload = nl->udp.payload,
+        .payload = min_payload(nl),
+        .nrails = nl->nrails,
+        .rail_policy = (enum fm_rail_policy)ctx->cfg.rail_policy,
+        .rail_heartbeat_ns = (uint64_t)ctx->cfg.rail_heartbeat_ms * 1000000u,
         .timeout_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u,
         .rto_min_ns = (uint64_t)ctx->cfg.net_rto_min_us * 1000u,
         .rto_max_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u / 4,
@@ -524,9 +582,12 @@ static int drain(fm_ctx *ctx, uint64_t until)
             return 0;
         if (now >= until)
             return -1;
-        struct pollfd pfd = {.fd = nl->udp.fd, .events = POLLIN};
+        struct pollfd pfd[FM_RAILS_MAX];
+        for (int r = 0; r < nl->nrails; r++)
+            pfd[r] = (struct pollfd){.fd = nl->rail[r].fd, .events = POLLIN};
         uint64_t wake = FM_MIN(until, d);
-        poll(&pfd, 1, wake <= now ? 0 : (int)FM_MIN((wake - now) / 1000000 + 1, 100));
+        poll(pfd, (nfds_t)nl->nrails,
+             wake <= now ? 0 : (int)FM_MIN((wake - now) / 1000000 + 1, 100));
     }
 }
 
@@ -536,6 +597,13 @@ void fm_netlink_counters(fm_ctx *ctx, uint64_t nc[FM_NC_COUNT], uint64_t drops[F
     pthread_mutex_lock(&nl->lock);
     fm_net_counters(nl->engine, nc, drops);
     pthread_mutex_unlock(&nl->lock);
+}
+
+static void close_rails(fm_ctx *ctx, struct fm_netlink *nl)
+{
+    for (int r = 0; r < nl->nrails; r++)
+        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, nl->rail[r].fd, NULL);
+    fm_rails_close(nl->rail, nl->nrails);
 }
 
 /* FM_STATS=1: one line of counters per rank when it leaves. */
@@ -552,6 +620,14 @@ static void print_stats(fm_ctx *ctx)
         if (dr[i])
             n += snprintf(line + n, sizeof(line) - (size_t)n, " drop_%s=%llu", fm_drop_names[i],
                           (unsigned long long)dr[i]);
+    struct fm_netlink *nl = ctx->net;
+    uint64_t rail_tx[FM_RAILS_MAX];
+    pthread_mutex_lock(&nl->lock);
+    fm_net_rail_counters(nl->engine, rail_tx);
+    pthread_mutex_unlock(&nl->lock);
+    for (int r = 0; r < nl->nrails && n < (int)sizeof(line); r++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " rail%d_tx_bytes=%llu", r,
+                      (unsigned long long)rail_tx[r]);
     fprintf(stderr, "%s\n", line);
 }
 
@@ -579,8 +655,7 @@ void fm_netlink_finalize(fm_ctx *ctx)
     }
     if (nl->stop_fd >= 0)
         close(nl->stop_fd);
-    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, nl->udp.fd, NULL);
-    fm_udp_close(&nl->udp);
+    close_rails(ctx, nl);
     /* Parked flows that ended are ours; the others the engine frees. */
     for (int i = 0; i < nl->nparked; i++)
         if (nl->parked[i]->ended)

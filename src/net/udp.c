@@ -50,8 +50,8 @@ static int parse_subnet(const char *s, uint32_t *net, uint32_t *mask)
     return 0;
 }
 
-static int pick_address(const char *spec, struct sockaddr_in *out, char *ifname, size_t iflen,
-                        char *err, size_t errlen)
+static int pick_address(const char *spec, struct sockaddr_in *out, uint32_t *netmask,
+                        char *ifname, size_t iflen, char *err, size_t errlen)
 {
     struct ifaddrs *all, *it, *found = NULL, *loop = NULL;
     uint32_t net = 0, mask = 0;
@@ -93,6 +93,8 @@ static int pick_address(const char *spec, struct sockaddr_in *out, char *ifname,
     }
     *out = *(struct sockaddr_in *)found->ifa_addr;
     out->sin_port = 0;
+    *netmask = found->ifa_netmask ? ((struct sockaddr_in *)found->ifa_netmask)->sin_addr.s_addr
+                                  : 0xFFFFFFFFu;
     snprintf(ifname, iflen, "%s", found->ifa_name);
     freeifaddrs(all);
     return 0;
@@ -111,7 +113,8 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
 {
     memset(u, 0, sizeof(*u));
     u->fd = -1;
-    int rc = pick_address(spec, &u->addr, u->ifname, sizeof(u->ifname), err, errlen);
+    int rc = pick_address(spec, &u->addr, &u->netmask, u->ifname, sizeof(u->ifname), err,
+                          errlen);
     if (rc)
         return rc;
     u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -323,7 +326,7 @@ static void drain_errors(struct fm_udp *u, struct fm_net *net)
             if (ee.ee_origin == SO_EE_ORIGIN_ICMP &&
                 (ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
                  ee.ee_errno == ENETUNREACH))
-                fm_net_unreachable(net, &to);
+                fm_net_unreachable(net, u->rail, &to, ee.ee_errno == ECONNREFUSED);
         }
     }
 }
@@ -349,23 +352,24 @@ static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t
         if (a == FM_FAULT_DUP) {
             unsigned char copy[FM_WIRE_MAX];
             memcpy(copy, p, len);
-            fm_net_input(net, copy, len, from, now);
+            fm_net_input(net, copy, len, u->rail, from, now);
         }
-        fm_net_input(net, p, len, from, now);
+        fm_net_input(net, p, len, u->rail, from, now);
         if (u->reordered && a != FM_FAULT_REORDER) {
             void *r = u->reordered;
             u->reordered = NULL;
-            fm_net_input(net, r, u->reordered_len, &u->reordered_from, now);
+            fm_net_input(net, r, u->reordered_len, u->rail, &u->reordered_from, now);
             free(r);
         }
         return;
     }
-    fm_net_input(net, p, len, from, now);
+    fm_net_input(net, p, len, u->rail, from, now);
 }
 
 int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
 {
     int handled = 0;
+    u->busy = 0;
     for (int batch = 0; batch < 1; batch++) { /* the caller loops, sending ACKs between */
         for (int i = 0; i < FM_UDP_BATCH; i++) {
             u->iov[i] = (struct iovec){u->buf + (size_t)i * u->bufsize, u->bufsize};
@@ -404,6 +408,7 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
         }
         if (r < FM_UDP_BATCH)
             break;
+        u->busy = 1; /* a full batch: more is queued */
     }
     return handled;
 }

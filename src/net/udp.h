@@ -18,11 +18,14 @@
 
 struct fm_udp {
     int fd;
+    int rail;                /* its index among the process's rails */
     struct sockaddr_in addr; /* bound address, as peers reach it */
+    uint32_t netmask;        /* of that address's subnet (network order) */
     char ifname[32];         /* interface of that address */
     int mtu;
     uint32_t payload;        /* stream bytes per DATA packet (a multiple of 8) */
     int gso, gro;            /* kernel offloads in use */
+    int busy;                /* the last receive left datagrams queued */
     struct fm_fault *fault;  /* FM_FAULT, or NULL */
     /* receive batch */
     unsigned char *buf;      /* FM_UDP_BATCH buffers of bufsize */
