@@ -16,12 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP };
+enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX };
 static const char *const test_names[] = {"latency", "bw",      "msgrate", "ring",
-                                         "idle",    "connect", "sweep"};
-static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu", "us", "MB/s"};
+                                         "idle",    "connect", "sweep",   "multiplex"};
+static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu", "us", "MB/s", "MB/s"};
 /* Lower is better for times, higher for rates. */
-static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0};
+static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0};
+/* multiplex: ranks 0 and 1 on one host, 2 and 3 on the other (fmrun --hosts
+ * places blocks); the second pair streams the same way or back. */
+static const int pairs_same[2][2] = {{0, 2}, {1, 3}};
+static const int pairs_opposite[2][2] = {{0, 2}, {3, 1}};
+static const int pair_01[1][2] = {{0, 1}};
 
 struct opts {
     enum test test;
@@ -33,6 +38,7 @@ struct opts {
     int window;
     int reps;
     int in_place;
+    int opposite; /* multiplex: the second pair streams the other way */
     const char *peer;
     const char *label;
     enum { OUT_TABLE, OUT_JSON, OUT_CSV } out;
@@ -50,6 +56,9 @@ static void usage(FILE *f)
             "      connect  rank 0 opens a connection per exchange: send, receive, close\n"
             "               (fastmsg: an endpoint on a fresh channel; tcp: connect/close)\n"
             "      sweep    bandwidth for each message length and window (iperf -l x -w)\n"
+            "      multiplex  two pairs stream at once over one link (seed 000, fig. 2):\n"
+            "               ranks 0->2 and 1->3, or 3->1 with --opposite; 4 ranks, two per\n"
+            "               host; the bandwidth of each pair\n"
             "options:\n"
             "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
             "  --iters N      iterations per size (default: scaled by size)\n"
@@ -57,7 +66,9 @@ static void usage(FILE *f)
             "  --windows LIST windows for sweep (default 1,4,16,64)\n"
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
-            "  --peer KIND    also run over kernel sockets on loopback: tcp or udp\n"
+            "  --opposite     multiplex: the second pair streams in the other direction\n"
+            "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
+            "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
             "  --label NAME   transport name in the output (default: fastmsg)\n"
             "  --json         one JSON object per result line\n"
             "  --csv          comma-separated values\n");
@@ -111,6 +122,7 @@ static void default_sizes(struct opts *o)
             o->sizes[o->nsizes++] = c[i];
         break;
     }
+    case T_MULTIPLEX: o->sizes[o->nsizes++] = 1 << 20; break;
     case T_SWEEP: {
         static const size_t l[] = {1024, 4096, 16384, 65536};
         for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
@@ -130,7 +142,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"in-place", no_argument, NULL, 'p'},    {"peer", required_argument, NULL, 'P'},
         {"label", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
-        {"windows", required_argument, NULL, 'W'},
+        {"windows", required_argument, NULL, 'W'}, {"opposite", no_argument, NULL, 'o'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.window = 64, .reps = 5, .label = "fastmsg"};
@@ -148,7 +160,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             found = 1;
         }
     if (!found)
-        die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep)", argv[1]);
+        die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep, multiplex)",
+                  argv[1]);
     optind = 2;
     int c;
     char *end;
@@ -183,9 +196,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
                     die_usage("--windows takes counts from 1 to 65536", optarg);
             break;
         case 'p': o->in_place = 1; break;
+        case 'o': o->opposite = 1; break;
         case 'P':
-            if (strcmp(optarg, "tcp") && strcmp(optarg, "udp"))
-                die_usage("--peer takes tcp or udp", optarg);
+            if (strcmp(optarg, "tcp") && strcmp(optarg, "udp") && strcmp(optarg, "mptcp"))
+                die_usage("--peer takes tcp, udp or mptcp", optarg);
             o->peer = optarg;
             break;
         case 'l': o->label = optarg; break;
@@ -218,7 +232,8 @@ static long iters_for(const struct opts *o, size_t size)
         return n > 20000 ? 20000 : n < 50 ? 50 : n;
     }
     case T_BW:
-    case T_SWEEP: {
+    case T_SWEEP:
+    case T_MULTIPLEX: {
         long n = (long)((1024ull << 20) / (size + 64));
         n = n > 64000 ? 64000 : n;
         return n < 10L * o->window ? 10L * o->window : n;
@@ -243,6 +258,11 @@ static const char *human_size(size_t s, char *buf, size_t len)
 
 static int has_p99(enum test t) { return t == T_LATENCY || t == T_CONNECT; }
 
+static int ranks_of(const struct opts *o, const struct job *j)
+{
+    return o->test == T_RING ? j->size : o->test == T_MULTIPLEX ? 4 : 2;
+}
+
 static void print_header(const struct opts *o, const struct job *j)
 {
     if (o->out == OUT_JSON)
@@ -259,9 +279,10 @@ static void print_header(const struct opts *o, const struct job *j)
         "CPU share of a rank blocked in fm_wait for a second",
         "time per exchange with a connection per message (open, send, receive, close)",
         "bandwidth for each message length and window of messages in flight",
+        "bandwidth of each of two pairs streaming at once (seed 000, figure 2)",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
-    printf("# %d ranks, %s receiver%s%s%s\n", o->test == T_RING ? j->size : 2,
+    printf("# %d ranks, %s receiver%s%s%s\n", ranks_of(o, j),
            o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
            o->peer ? o->peer : "", "");
     printf("%10s", "size");
@@ -289,9 +310,11 @@ static void json_line(const struct opts *o, const struct job *j, const char *tra
            f.median, units[o->test]);
     if (has_p99(o->test))
         printf(", \"p99\": %.4f", f.p99);
-    printf(", \"iters\": %ld, \"ranks\": %d", iters, o->test == T_RING ? j->size : 2);
-    if (o->test == T_BW || o->test == T_SWEEP)
+    printf(", \"iters\": %ld, \"ranks\": %d", iters, ranks_of(o, j));
+    if (o->test == T_BW || o->test == T_SWEEP || o->test == T_MULTIPLEX)
         printf(", \"window\": %d", o->window);
+    if (o->test == T_MULTIPLEX)
+        printf(", \"direction\": \"%s\"", o->opposite ? "opposite" : "same");
     printf(", \"recv\": \"%s\"}\n", o->in_place ? "in-place" : "copy");
 }
 
@@ -302,8 +325,8 @@ static void csv_line(const struct opts *o, const struct job *j, const char *tran
            f.median, units[o->test]);
     if (has_p99(o->test))
         printf("%.4f", f.p99);
-    printf(",%ld,%d,", iters, o->test == T_RING ? j->size : 2);
-    if (o->test == T_BW || o->test == T_SWEEP)
+    printf(",%ld,%d,", iters, ranks_of(o, j));
+    if (o->test == T_BW || o->test == T_SWEEP || o->test == T_MULTIPLEX)
         printf("%d", o->window);
     printf(",%s\n", o->in_place ? "in-place" : "copy");
 }
@@ -360,6 +383,32 @@ static struct figure run_pattern(const struct opts *o, struct xport *x, struct j
     }
 }
 
+/* Both pairs' figures, a row each (the transport names the pair). */
+static void run_multiplex(const struct opts *o, struct job *j, struct xport *fm,
+                          struct xport *peer, const int (*pairs)[2], void *buf, size_t size,
+                          long iters)
+{
+    struct figure f[2] = {{0, 0}, {0, 0}}, p[2] = {{0, 0}, {0, 0}};
+    pat_multiplex(fm, j, pairs, buf, size, iters, o->window, f);
+    if (peer)
+        pat_multiplex(peer, j, pairs, buf, size, iters, o->window, p);
+    if (j->rank != 0)
+        return;
+    for (int k = 0; k < 2; k++) {
+        char label[64], plabel[64];
+        struct opts each = *o;
+        snprintf(label, sizeof(label), "%s %d->%d", o->label, pairs[k][0], pairs[k][1]);
+        each.label = label;
+        if (o->peer) {
+            snprintf(plabel, sizeof(plabel), "%s %d->%d", o->peer, pairs[k][0], pairs[k][1]);
+            each.peer = plabel;
+        }
+        if (o->out == OUT_TABLE)
+            printf("# pair %d->%d\n", pairs[k][0], pairs[k][1]);
+        report(&each, j, size, f[k], peer ? &p[k] : NULL, iters);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -372,11 +421,15 @@ int main(int argc, char **argv)
     }
     j.rank = fm_rank(j.ctx);
     j.size = fm_size(j.ctx);
-    if (j.size < 2) {
-        fprintf(stderr, "fmperf: needs at least 2 ranks: fmrun -n 2 fmperf %s\n",
+    int need = o.test == T_MULTIPLEX ? 4 : 2;
+    if (j.size < need) {
+        fprintf(stderr, "fmperf: needs at least %d ranks: fmrun -n %d fmperf %s\n", need, need,
                 test_names[o.test]);
         return 2;
     }
+    const int (*pairs)[2] = o.test != T_MULTIPLEX ? pair_01
+                            : o.opposite           ? pairs_opposite
+                                                   : pairs_same;
     if ((rc = fm_ep_open(j.ctx, 1, &j.ctl)) != 0) {
         fprintf(stderr, "fmperf: fm_ep_open: %s\n", fm_strerror(rc));
         return 1;
@@ -394,8 +447,9 @@ int main(int argc, char **argv)
     struct xport *peer = NULL;
     if (o.peer && o.test != T_IDLE) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        int ranks = o.test == T_RING ? j.size : 2;
-        peer = xport_sock_open(&j, o.peer, o.test == T_RING, ranks <= cpus, o.in_place);
+        peer = xport_sock_open(&j, o.peer, o.test == T_RING, pairs,
+                               o.test == T_MULTIPLEX ? 2 : 1, ranks_of(&o, &j) <= cpus,
+                               o.in_place);
     }
     if (j.rank == 0)
         print_header(&o, &j);
@@ -406,6 +460,10 @@ int main(int argc, char **argv)
         if (o.test == T_SWEEP)
             o.window = (int)o.windows[i % nw];
         long iters = iters_for(&o, size);
+        if (o.test == T_MULTIPLEX) {
+            run_multiplex(&o, &j, fm, peer, pairs, buf, size, iters);
+            continue;
+        }
         struct figure f = run_pattern(&o, fm, &j, buf, size, iters);
         struct figure p;
         if (peer)

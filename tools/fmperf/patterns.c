@@ -197,3 +197,46 @@ struct figure pat_idle(struct job *j)
     fm_ep_close(ep);
     return f;
 }
+
+void pat_multiplex(struct xport *x, struct job *j, const int (*pairs)[2], void *buf, size_t size,
+                   long iters, int window, struct figure out[2])
+{
+    long windows = iters / window > 0 ? iters / window : 1;
+    long warm = windows / 10 > 1 ? windows / 10 : 1;
+    double *s = malloc(sizeof(double) * (size_t)windows);
+    struct figure mine = {0, 0};
+    char ack = 0;
+    job_barrier(j);
+    for (int p = 0; p < 2; p++) {
+        int from = pairs[p][0], to = pairs[p][1];
+        if (j->rank == from) {
+            for (long w = -warm; w < windows; w++) {
+                double t0 = now_us();
+                for (int k = 0; k < window; k++)
+                    x->send(x, to, buf, size);
+                x->recv(x, to, &ack, 1);
+                if (w >= 0)
+                    s[w] = (double)size * window / (now_us() - t0);
+            }
+            mine = summarize(s, windows);
+        } else if (j->rank == to) {
+            for (long w = -warm; w < windows; w++) {
+                for (int k = 0; k < window; k++)
+                    x->recv(x, from, buf, size);
+                x->send(x, from, &ack, 1);
+            }
+        }
+    }
+    free(s);
+    /* The senders' figures go to rank 0. */
+    for (int p = 0; p < 2; p++) {
+        int from = pairs[p][0];
+        if (from == 0 && j->rank == 0)
+            out[p] = mine;
+        else if (j->rank == from)
+            job_ctl_send(j, 0, &mine, sizeof(mine));
+        else if (j->rank == 0)
+            job_ctl_recv(j, from, &out[p], sizeof(out[p]));
+    }
+    job_barrier(j);
+}

@@ -30,4 +30,10 @@ struct figure pat_connect(struct xport *x, struct job *j, void *buf, size_t size
 /* CPU share (percent) of rank 1 while it waits 1 s in fm_wait for nothing. */
 struct figure pat_idle(struct job *j);
 
+/* Seed 000's figure 2: two pairs of ranks, pairs[p] = {sender, receiver},
+ * stream windows at once over what they share: each sender's bandwidth in
+ * MB/s, in out[0] and out[1] on rank 0. */
+void pat_multiplex(struct xport *x, struct job *j, const int (*pairs)[2], void *buf, size_t size,
+                   long iters, int window, struct figure out[2]);
+
 #endif

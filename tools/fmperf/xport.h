@@ -45,10 +45,11 @@ void job_barrier(struct job *j);
 
 /* fastmsg over whatever path the library picks (data on channel 0). */
 struct xport *xport_fm_open(struct job *j, int in_place);
-/* Kernel sockets on loopback between `a` and `b` (and every rank and its
- * successor when ring is set); busy-poll when the ranks have a core each. */
-struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int busy_poll,
-                              int in_place);
+/* Kernel sockets between the ranks of each pair (or every rank and its
+ * successor when ring is set), over loopback within a host; busy-poll when
+ * the ranks have a core each. */
+struct xport *xport_sock_open(struct job *j, const char *kind, int ring,
+                              const int (*pairs)[2], int npairs, int busy_poll, int in_place);
 
 /* Reads len bytes the way an application would use data in place. */
 uint64_t xport_consume(const void *p, size_t len);

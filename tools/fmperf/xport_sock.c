@@ -25,9 +25,14 @@
 #define UDP_CHUNK 64000
 #define UDP_WINDOW (1u << 20) /* bytes in flight before the sender waits for credit */
 
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+
 struct sock_xport {
     struct xport x;
     int udp;
+    int proto;      /* stream sockets: 0 (TCP) or IPPROTO_MPTCP */
     int busy;
     int *sfd;       /* socket to send to rank i */
     int *rfd;       /* socket to receive from rank i */
@@ -166,9 +171,9 @@ static void sock_close(struct xport *x)
 
 /* A socket bound to every local address on a free port; returns it and
  * the port. */
-static int bound_socket(int type, uint16_t *port)
+static int bound_socket(int type, int proto, uint16_t *port)
 {
-    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, proto);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t alen = sizeof(a);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
@@ -269,10 +274,10 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
     int me = j->rank;
     if (me == receiver) {
         struct card c = {.where = here()};
-        int lfd = bound_socket(s->udp ? SOCK_DGRAM : SOCK_STREAM, &c.ports[0]);
+        int lfd = bound_socket(s->udp ? SOCK_DGRAM : SOCK_STREAM, s->proto, &c.ports[0]);
         int cfd = -1;
         if (s->udp)
-            cfd = bound_socket(SOCK_DGRAM, &c.ports[1]); /* where we send credits from */
+            cfd = bound_socket(SOCK_DGRAM, 0, &c.ports[1]); /* where we send credits from */
         else if (listen(lfd, 4) < 0)
             die_errno("listen");
         job_ctl_send(j, sender, &c, sizeof(c));
@@ -294,13 +299,16 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
         struct card theirs;
         job_ctl_recv(j, receiver, &theirs, sizeof(theirs));
         uint16_t mine;
-        int fd = s->udp ? bound_socket(SOCK_DGRAM, &mine) : socket(AF_INET, SOCK_STREAM, 0);
+        int fd = s->udp ? bound_socket(SOCK_DGRAM, 0, &mine)
+                        : socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, s->proto);
+        if (fd < 0)
+            die_errno(s->proto ? "socket (MPTCP: is net.mptcp.enabled 1?)" : "socket");
         connect_to(fd, reach(&theirs.where), theirs.ports[0]);
         tune(s, fd);
         s->sfd[receiver] = fd;
         if (s->udp) {
             if (s->credit_fd < 0) {
-                s->credit_fd = bound_socket(SOCK_DGRAM, &mine);
+                s->credit_fd = bound_socket(SOCK_DGRAM, 0, &mine);
                 tune(s, s->credit_fd);
             }
             struct sockaddr_in a;
@@ -318,7 +326,7 @@ static int tcp_exchange(struct xport *x, int to, void *buf, size_t len)
 {
     struct sock_xport *s = (struct sock_xport *)x;
     (void)to;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, s->proto), one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     connect_to(fd, s->server_ip, s->server_port);
     int busy = s->busy;
@@ -349,13 +357,14 @@ static int tcp_serve(struct xport *x, int from, void *buf, size_t len)
     return 0;
 }
 
-struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int busy_poll,
-                              int in_place)
+struct xport *xport_sock_open(struct job *j, const char *kind, int ring,
+                              const int (*pairs)[2], int npairs, int busy_poll, int in_place)
 {
     struct sock_xport *s = calloc(1, sizeof(*s));
     int n = j->size;
     s->size = n;
     s->udp = strcmp(kind, "udp") == 0;
+    s->proto = strcmp(kind, "mptcp") == 0 ? IPPROTO_MPTCP : 0;
     s->busy = busy_poll;
     s->credit_fd = -1;
     s->sfd = malloc(sizeof(int) * (size_t)n);
@@ -374,24 +383,27 @@ struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int bus
             for (int r = 0; r < n; r++)
                 if (r % 2 == phase)
                     link_pair(s, j, (r + n - 1) % n, r);
-    } else if (s->udp) {
-        link_pair(s, j, 0, 1);
-        link_pair(s, j, 1, 0);
     } else {
-        /* One connection both ways, so replies carry the acknowledgements
-         * as they would in any request-response use of TCP. */
-        link_pair(s, j, 0, 1);
-        if (j->rank == 0)
-            s->rfd[1] = s->sfd[1];
-        else if (j->rank == 1)
-            s->sfd[0] = s->rfd[0];
+        for (int p = 0; p < npairs; p++) {
+            int a = pairs[p][0], b = pairs[p][1];
+            link_pair(s, j, a, b);
+            if (s->udp) {
+                link_pair(s, j, b, a);
+            } else if (j->rank == a) {
+                /* One connection both ways, so replies carry the
+                 * acknowledgements as in any request-response use of TCP. */
+                s->rfd[b] = s->sfd[b];
+            } else if (j->rank == b) {
+                s->sfd[a] = s->rfd[a];
+            }
+        }
     }
     /* The connect test's server: rank 1 listens, rank 0 learns where. */
     s->listen_fd = -1;
     if (!s->udp && !ring) {
         if (j->rank == 1) {
             struct card c = {.where = here()};
-            s->listen_fd = bound_socket(SOCK_STREAM, &c.ports[0]);
+            s->listen_fd = bound_socket(SOCK_STREAM, s->proto, &c.ports[0]);
             if (listen(s->listen_fd, 64) < 0)
                 die_errno("listen");
             job_ctl_send(j, 0, &c, sizeof(c));
@@ -404,7 +416,7 @@ struct xport *xport_sock_open(struct job *j, const char *kind, int ring, int bus
     }
     job_barrier(j);
     /* In-place reading makes no difference to sockets: the kernel copies. */
-    s->x = (struct xport){.name = s->udp ? "udp" : "tcp", .in_place = in_place,
+    s->x = (struct xport){.name = kind, .in_place = in_place,
                           .send = sock_send, .recv = sock_recv, .close = sock_close,
                           .exchange = s->udp ? NULL : tcp_exchange,
                           .serve = s->udp ? NULL : tcp_serve};
