@@ -96,6 +96,7 @@ struct fm_session {
     struct txent tx[FM_NET_TXWIN];
     uint8_t probed;        /* a tail loss probe went since the last ACK */
     uint64_t srtt, rttvar, rto;
+    uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
     uint64_t t_last_tx, t_last_rx;
 
     /* receive */
@@ -592,6 +593,19 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
 
 /* ---- receiving -------------------------------------------------------------- */
 
+/*
+ * RFC 6298's timeout, but never below one and a half times the longest
+ * recent round trip. On a link slower than the sender (a shaped rail) the
+ * round trip grows with the queue faster than the smoothed estimate
+ * follows; a timeout below it resends a window that was never lost, the
+ * copies lengthen the queue, and the stream collapses into retransmissions.
+ */
+static uint64_t base_rto(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t rto = FM_MAX(s->srtt + 4 * s->rttvar, s->rtt_peak + s->rtt_peak / 2);
+    return FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
+}
+
 static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct txent *e,
                        uint64_t rtt)
 {
@@ -606,8 +620,8 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
         s->rttvar = (3 * s->rttvar + d) / 4;
         s->srtt = (7 * s->srtt + rtt) / 8;
     }
-    uint64_t rto = s->srtt + 4 * s->rttvar;
-    s->rto = FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
+    s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
+    s->rto = base_rto(net, s);
 }
 
 /*
@@ -657,8 +671,7 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         s->snd_una = ack;
         /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
          * stream a clean sample may be long in coming. */
-        s->rto = FM_MAX(net->p.rto_min_ns,
-                        FM_MIN(s->srtt + 4 * s->rttvar, net->p.rto_max_ns));
+        s->rto = base_rto(net, s);
         mark_pending(net, s); /* the window moved: more may go */
         for (uint32_t i = 0; s->nending && i < s->nlive;) {
             struct fm_txflow *f = s->live[i];
@@ -1386,13 +1399,20 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             s->probed = 1;
         }
         if (now - e->t_sent >= s->rto) {
-            /* Timeout: resend what is neither acknowledged nor recently sent. */
+            /* Timeout: resend the oldest packet, as TCP does. Resending the
+             * whole window would, on a link slower than the sender (a
+             * shaped rail), add copies of packets that are only queued,
+             * lengthen the queue and collapse the stream. If more was lost,
+             * each acknowledgement of a resent packet finds the next one
+             * older than the timeout, so they go one per round trip, and
+             * loss detection takes over as soon as later packets arrive. */
             for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
                 struct txent *t = &s->tx[q % FM_NET_TXWIN];
                 if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
                     tx_settle(s, t);
                     t->due = 1;
                     net->nc[FM_NC_RETX_TIMEOUT]++;
+                    break;
                 }
             }
             s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
