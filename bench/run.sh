@@ -2,8 +2,9 @@
 # The main job: builds fastmsg, runs its benchmark over every transport with
 # the baselines in the same run (kernel TCP and UDP, raw shared memory,
 # Open MPI with vader and with UCX, MPICH; the network path between two
-# network namespaces next to kernel UDP, TCP and iperf3; job start-up under
-# each launcher next to MPI_Init), and prints the comparison.
+# network namespaces next to kernel UDP, TCP and iperf3; several rails next
+# to TCP and MPTCP; job start-up under each launcher next to MPI_Init), and
+# prints the comparison.
 #   bench/run.sh [--quick]
 # Raw results: build/bench/results.jsonl; the report: build/bench/report.md.
 set -eu
@@ -76,6 +77,9 @@ bash bench/peers.sh >>"$out" || echo "bench/peers.sh failed" >&2
 echo "+ bench/net.sh (the network path between two namespaces)" >&2
 bash bench/net.sh $([ $quick -eq 1 ] && echo --quick) >>"$out" || echo "bench/net.sh failed" >&2
 
+echo "+ bench/rails.sh (several rails shaped to 1 Gbit/s, MPTCP)" >&2
+bash bench/rails.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/rails.sh failed" >&2
+
 echo "+ bench/startup.sh (job start-up under each launcher)" >&2
 bash bench/startup.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/startup.sh failed" >&2
 
@@ -83,6 +87,11 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 machine="Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%d)."
 python3 bench/report.py "$out" --title "fastmsg benchmark" --command "bash bench/run.sh" \
         --machine "$machine" --out build/bench/report.md
+if [ -s build/bench/rails.md ]; then
+  { echo; echo "## Several rails (bench/rails.sh)"; echo; cat build/bench/rails.md; } \
+    >>build/bench/report.md
+  sed -n '1,/^### Every figure/p' build/bench/rails.md | sed '$d'
+fi
 if [ -s build/bench/startup.md ]; then
   { echo; echo "## Job start-up (bench/startup.sh)"; echo; cat build/bench/startup.md; } \
     >>build/bench/report.md

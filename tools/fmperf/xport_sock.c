@@ -33,6 +33,8 @@ struct sock_xport {
     struct xport x;
     int udp;
     int proto;      /* stream sockets: 0 (TCP) or IPPROTO_MPTCP */
+    int kept[4];    /* MPTCP: listeners kept for joining subflows */
+    int nkept;
     int busy;
     int *sfd;       /* socket to send to rank i */
     int *rfd;       /* socket to receive from rank i */
@@ -149,6 +151,8 @@ static void sock_close(struct xport *x)
     struct sock_xport *s = (struct sock_xport *)x;
     if (s->listen_fd >= 0)
         close(s->listen_fd);
+    for (int i = 0; i < s->nkept; i++)
+        close(s->kept[i]);
     for (int i = 0; i < s->size; i++) {
         if (s->sfd[i] >= 0)
             close(s->sfd[i]);
@@ -291,7 +295,12 @@ static void link_pair(struct sock_xport *s, struct job *j, int sender, int recei
             int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
             if (fd < 0)
                 die_errno("accept");
-            close(lfd);
+            /* MPTCP's further subflows (MP_JOIN) arrive at the listener:
+             * it stays open while the connection lives. */
+            if (s->proto && s->nkept < (int)(sizeof(s->kept) / sizeof(s->kept[0])))
+                s->kept[s->nkept++] = lfd;
+            else
+                close(lfd);
             s->rfd[sender] = fd;
         }
         tune(s, s->rfd[sender]);

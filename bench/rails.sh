@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Several rails (issue 4, seed 000): two hosts made of network namespaces
+# joined by three veth rails, each shaped with tc tbf to 1 Gbit/s both ways.
+# fmperf bw and latency over 1, 2 and 3 rails, over unequal rails, under each
+# FM_RAIL_POLICY, and multiplex (two pairs on one rail), with kernel TCP over
+# one rail and MPTCP over two in the same run. JSON lines to
+# build/bench/rails.jsonl, table to build/bench/rails.md.
+#   bench/rails.sh [--quick]        (root; run by bench/run.sh)
+set -u
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+FMRUN=build/release/tools/fmrun
+FMPERF=build/release/tools/fmperf
+out=build/bench
+log() { printf 'rails.sh: %s\n' "$*" >&2; }
+[ "$(id -u)" -eq 0 ] || { log "skipped: needs root for network namespaces"; exit 0; }
+mkdir -p "$out"
+
+source bench/rails_ns.sh
+trap rails_ns_down EXIT
+rails_ns_up || { log "cannot create namespaces"; exit 1; }
+for i in 0 1 2; do rails_shape $i 1gbit; done
+
+# MPTCP: B announces its second rail, A opens a subflow from its own.
+mptcp=1
+if [ "$(cat /proc/sys/net/mptcp/enabled 2>/dev/null)" = 1 ] &&
+  ip -n "$A" mptcp limits set subflow 2 add_addr_accepted 2 2>/dev/null &&
+  ip -n "$B" mptcp limits set subflow 2 add_addr_accepted 2 &&
+  ip -n "$A" mptcp endpoint add "$(rail_net 1).1" dev "$(rail_dev 1 a)" subflow &&
+  ip -n "$B" mptcp endpoint add "$(rail_net 1).2" dev "$(rail_dev 1 b)" signal; then
+  :
+else
+  mptcp=0
+  log "no MPTCP in this kernel: its rows are left out"
+fi
+
+launch=(--hosts "$A,$B" --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254")
+jsonl=$out/rails.jsonl
+: >"$jsonl"
+# perf ROUND CASE RAILS TEST ARGS...: one fmperf run, its lines tagged.
+perf() {
+  local round=$1 case=$2 rails=$3 test=$4
+  shift 4
+  log "round $round: $case (FM_RAILS=$rails) fmperf $test $*"
+  FM_RAILS=$rails timeout 300 "$FMRUN" "${launch[@]}" -n "$( [ "$test" = multiplex ] && echo 4 || echo 2)" \
+    "$FMPERF" "$test" --json "$@" |
+    sed "s#^{#{\"round\": $round, \"case\": \"$case\", #" >>"$jsonl" ||
+    log "$case failed"
+}
+bw=(--sizes 1M --window 16 --iters 320)
+
+rounds=3
+[ $quick -eq 1 ] && rounds=1
+for r in $(seq 1 $rounds); do
+  perf "$r" "1 rail" "$(rails_spec 0)" bw "${bw[@]}" --peer tcp
+  perf "$r" "rail 1 alone" "$(rails_spec 1)" bw "${bw[@]}"
+  perf "$r" "rail 2 alone" "$(rails_spec 2)" bw "${bw[@]}"
+  if [ $mptcp = 1 ]; then
+    perf "$r" "2 rails" "$(rails_spec 0 1)" bw "${bw[@]}" --peer mptcp
+  else
+    perf "$r" "2 rails" "$(rails_spec 0 1)" bw "${bw[@]}"
+  fi
+  perf "$r" "3 rails" "$(rails_spec 0 1 2)" bw "${bw[@]}"
+  # Unequal rails: rail 1 at 300 Mbit/s.
+  rails_shape 1 300mbit
+  perf "$r" "rail 1 alone, 300 Mbit/s" "$(rails_spec 1)" bw "${bw[@]}"
+  perf "$r" "2 rails, 1 Gbit/s + 300 Mbit/s" "$(rails_spec 0 1)" bw "${bw[@]}"
+  rails_shape 1 1gbit
+  # Seed 000's figure 2: two pairs sharing one rail.
+  perf "$r" "multiplex, 1 rail" "$(rails_spec 0)" multiplex "${bw[@]}" --peer tcp
+  perf "$r" "multiplex, 1 rail" "$(rails_spec 0)" multiplex "${bw[@]}" --opposite --peer tcp
+done
+# Latency over one and two rails, and the policies compared (one round).
+perf 1 "1 rail" "$(rails_spec 0)" latency --sizes 8,1K,64K --peer tcp
+perf 1 "2 rails" "$(rails_spec 0 1)" latency --sizes 8,1K,64K
+for policy in dynamic static unidirectional; do
+  FM_RAIL_POLICY=$policy perf 1 "2 rails, $policy" "$(rails_spec 0 1)" bw "${bw[@]}"
+  FM_RAIL_POLICY=$policy perf 1 "2 rails, $policy" "$(rails_spec 0 1)" multiplex "${bw[@]}" \
+    --opposite
+done
+
+python3 bench/rails_report.py "$jsonl" >"$out/rails.md"
+cat "$out/rails.md"
