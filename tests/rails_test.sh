@@ -125,7 +125,7 @@ for how in down blackhole; do
   for fault in "" "drop=0.01,dup=0.01,reorder=0.01"; do
     name="rail 1 $( [ $how = down ] && echo "set down" || echo "dropping everything (link up)") \
 during a stream, then back${fault:+, with FM_FAULT=$fault}"
-    run_stream $((48 << 20)) FM_RAILS="$(rails 0 1)" FM_RAIL_HEARTBEAT_MS=100 ${fault:+FM_FAULT=$fault,seed=$$} &
+    run_stream $((64 << 20)) FM_RAILS="$(rails 0 1)" FM_RAIL_HEARTBEAT_MS=100 ${fault:+FM_FAULT=$fault,seed=$$} &
     job=$!
     sleep 1
     break_rail $how

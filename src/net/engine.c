@@ -62,6 +62,9 @@ struct sess_rail {
     uint64_t rack_t;         /* latest send time of a packet on it known delivered */
     uint64_t srtt;           /* smoothed round trip of packets sent on it */
     uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
+    uint64_t delivered;      /* DATA bytes on it acknowledged, ever */
+    uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
+    uint64_t rate_t, rate_from; /* start of the current rate sample: time, delivered */
     uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
     uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
     uint8_t peer_busy;       /* the peer's receive queue on it is busy */
@@ -264,6 +267,37 @@ static void tx_settle(struct fm_session *s, struct txent *e)
     }
 }
 
+/* Bytes in flight on a rail above which its delivery rate is its capacity
+ * rather than what it was given. */
+#define RAIL_BACKLOG_PACKETS 8
+
+/*
+ * e was acknowledged: its bytes count as delivered by its rail, whose
+ * delivery rate is sampled about once per round trip. A sample taken while
+ * the rail had a backlog measures what it can carry and may lower the
+ * estimate; one taken while it was given little only says what it was
+ * given, and may only raise it (else a rail given little would look slow
+ * and be given less).
+ */
+static void tx_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[e->rail];
+    if (e->counted) {
+        sr->delivered += e->len;
+        if (!sr->rate_t) {
+            sr->rate_t = now;
+            sr->rate_from = sr->delivered;
+        } else if (now - sr->rate_t >= FM_MAX(sr->srtt, (uint64_t)200000)) {
+            uint64_t sample = (sr->delivered - sr->rate_from) * 1000000000u / (now - sr->rate_t);
+            int backlog = sr->inflight >= RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload;
+            sr->rate = FM_MAX(sample, backlog ? sr->rate - sr->rate / 8 : sr->rate);
+            sr->rate_t = now;
+            sr->rate_from = sr->delivered;
+        }
+    }
+    tx_settle(s, e);
+}
+
 static int rail_usable(const struct sess_rail *r) { return r->addr.sin_family && r->up; }
 
 /* The first usable rail after r, or r itself when no other is. */
@@ -323,11 +357,14 @@ static void rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned
 
 /*
  * The rail for the next sequenced packet to this peer (seed 000's dynamic
- * dispatch): among the rails that answer, the one with the fewest bytes in
- * flight, a rail whose receive queue the peer reports busy counting as
- * loaded. A short message therefore goes whole on an idle rail, and a long
- * one spreads packet by packet in proportion to what each rail delivers: a
- * faster rail is acknowledged sooner and so takes more.
+ * dispatch): among the rails that answer, the one that would deliver it
+ * first, which is the one whose bytes in flight it drains soonest at the
+ * rate it has been delivering (before every rail has a rate: the fewest
+ * bytes in flight). A rail whose receive queue the peer reports busy counts
+ * as loaded. A short message therefore goes whole on an idle rail, and a
+ * long one spreads packet by packet in proportion to each rail's
+ * throughput, so its packets arrive about together instead of the faster
+ * rail's waiting at the receiver for the slower one's.
  */
 static int pick_rail(struct fm_net *net, struct fm_session *s)
 {
@@ -344,13 +381,18 @@ static int pick_rail(struct fm_net *net, struct fm_session *s)
         step = 2;
     }
     for (int pass = 0; pass < 2; pass++) {
-        int best = -1;
+        int best = -1, rated = 1;
         uint64_t best_load = UINT64_MAX;
+        for (int r = first; r < n; r += step)
+            if (rail_usable(&s->rail[r]) && !s->rail[r].rate)
+                rated = 0;
         for (int r = first; r < n; r += step) {
             const struct sess_rail *sr = &s->rail[r];
             if (!rail_usable(sr))
                 continue;
             uint64_t load = sr->inflight + (sr->peer_busy ? RAIL_BUSY_BYTES : 0);
+            if (rated) /* when the queue would drain: microseconds */
+                load = (load + net->p.payload) * 1000000u / sr->rate;
             if (load < best_load) {
                 best = r;
                 best_load = load;
@@ -665,7 +707,7 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
              * copy: its send time proves nothing about later packets. */
             if (!e->retx)
                 sr->rack_t = FM_MAX(sr->rack_t, e->t_sent);
-            tx_settle(s, e);
+            tx_acked(net, s, e, now);
             e->op = 0;
         }
         s->snd_una = ack;
@@ -696,7 +738,7 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
         if (!e->sacked) {
             e->sacked = 1;
-            tx_settle(s, e);
+            tx_acked(net, s, e, now);
             if (!e->retx)
                 s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
         }

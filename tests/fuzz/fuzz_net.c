@@ -52,11 +52,14 @@ static void up_gone(void *core, int rank, int state)
     (void)rank;
     (void)state;
 }
-static int up_addr(void *core, int rank, struct sockaddr_in *out)
+static int up_addr(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
 {
     (void)core;
-    memset(out, 0, sizeof(*out));
-    out->sin_port = (uint16_t)(7000 + rank);
+    for (int r = 0; r < 2; r++) {
+        memset(&out[r], 0, sizeof(out[r]));
+        out[r].sin_family = AF_INET;
+        out[r].sin_port = (uint16_t)(7000 + 10 * r + rank);
+    }
     return 0;
 }
 
@@ -65,7 +68,7 @@ static struct fm_net *make(int rank)
     struct fm_net_params p = {
         .rank = rank, .size = 3, .epoch = 100u + (uint32_t)rank, .ring_size = 4096,
         .payload = 1024, .timeout_ns = 1000000000ull, .rto_min_ns = 1000000,
-        .rto_max_ns = 100000000, .ack_delay_ns = 100000,
+        .rto_max_ns = 100000000, .ack_delay_ns = 100000, .nrails = 2,
         .up = {.core = NULL, .flow_new = up_flow_new, .delivered = up_delivered,
                .flow_end = up_flow_end, .peer_gone = up_gone, .address_of = up_addr},
     };
@@ -102,8 +105,8 @@ static int pump(struct fm_net *from, struct fm_net *to, uint64_t now)
                 fclose(f);
             }
         }
-        struct sockaddr_in src = {.sin_port = 7000};
-        fm_net_input(to, buf, len, &src, now);
+        struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 7000};
+        fm_net_input(to, buf, len, 0, &src, now);
     }
     return n;
 }
@@ -159,8 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         off += len;
         if (len >= sizeof(struct fm_wire_hdr) && (buf[0] & 1))
             repair(buf, len, tag, buf[1]);
-        struct sockaddr_in src = {.sin_port = 7000};
-        fm_net_input(b, buf, len, &src, now);
+        /* Any rail, also one that does not exist (taken as rail 0). */
+        struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 7000};
+        fm_net_input(b, buf, len, len % 3, &src, now);
         now += 50000;
         pump(b, a, now);
     }

@@ -1,8 +1,12 @@
 /* libFuzzer target: the launcher-facing parsers (PMI-1 lines, PMI-2 frames,
- * the process mapping, configuration values) on arbitrary bytes. */
+ * the process mapping, a peer's rails card, configuration values) on
+ * arbitrary bytes. */
 #include "boot/nodemap.h"
 #include "boot/pmi_wire.h"
 #include "core/config.h"
+#include "net/rails.h"
+
+#include <arpa/inet.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,6 +47,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < 64; i++)
             if (node[i] < 0)
                 abort();
+
+    /* Two local rails, 10.1.0.1/24 and 10.2.0.1/16 (static: fm_udp is big). */
+    static struct fm_udp rails[2];
+    rails[0].addr.sin_addr.s_addr = htonl(0x0A010001);
+    rails[0].netmask = htonl(0xFFFFFF00);
+    rails[1].addr.sin_addr.s_addr = htonl(0x0A020001);
+    rails[1].netmask = htonl(0xFFFF0000);
+    struct sockaddr_in out[FM_RAILS_MAX];
+    int m = fm_rails_match(rails, 2, line, out);
+    if (m > 2)
+        abort();
+    for (int r = 0; m > 0 && r < 2; r++)
+        if (out[r].sin_family && out[r].sin_port == 0)
+            abort();
 
     char err[256];
     fm_cfg_str v; /* big enough for any kind */
