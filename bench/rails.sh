@@ -80,5 +80,25 @@ for policy in dynamic static unidirectional; do
     --opposite
 done
 
+# Failover: rail 1 set down in the middle of a 2-rail transfer and brought
+# back; each 1 MiB window is traced, bench/rails_failover.py times the dip.
+hb=100
+for r in $(seq 1 $rounds); do
+  trace=$out/rails_failover_$r.trace
+  log "round $r: failover (rail 1 down at 1.5 s, up at 3 s)"
+  FM_RAILS=$(rails_spec 0 1) FM_RAIL_HEARTBEAT_MS=$hb FM_LOG=error timeout 300 "$FMRUN" \
+    "${launch[@]}" -n 2 "$FMPERF" bw --sizes 256K --window 4 --iters 3200 --trace "$trace" \
+    --json >/dev/null &
+  job=$!
+  sleep 1.5
+  t_down=$(date +%s%N)
+  ip -n "$A" link set "$(rail_dev 1 a)" down
+  sleep 1.5
+  t_up=$(date +%s%N)
+  ip -n "$A" link set "$(rail_dev 1 a)" up
+  wait $job || log "failover run $r failed"
+  python3 bench/rails_failover.py "$trace" "$t_down" "$t_up" "$r" "$hb" >>"$jsonl"
+done
+
 python3 bench/rails_report.py "$jsonl" >"$out/rails.md"
 cat "$out/rails.md"

@@ -74,6 +74,23 @@ def goal_rows(val, rounds):
     ]
 
 
+def failover_rows(rows):
+    """The failover runs: ms to the remaining rail's full speed, and to both again."""
+    runs = [r for r in rows if r["test"] == "failover" and r["value"] >= 0]
+    if not runs:
+        return []
+    hb = runs[0]["heartbeat_ms"]
+    down = [r["value"] for r in runs]
+    up = [r["rejoin_ms"] for r in runs if r["rejoin_ms"] >= 0]
+    out = [(f"rail set down mid-transfer: ms until the other rail runs at full speed "
+            f"(heartbeat {hb} ms)", down, f"<= {2 * hb} ms (2 heartbeats)",
+            lambda m: m <= 2 * hb)]
+    if up:
+        out.append(("the rail back up: ms until both rails are used again", up, "(reported)",
+                    None))
+    return out
+
+
 def main():
     rows, val = load(sys.argv[1])
     rounds = sorted({r["round"] for r in rows})
@@ -91,11 +108,25 @@ def main():
         verdict = "(reported)" if need is None else ("met" if med >= need else "NOT met")
         print(f"| {name} | {med:.3f} ({each}) | {goal} | {verdict} |")
 
+    for name, vals, goal, ok in failover_rows(rows):
+        med = statistics.median(vals)
+        each = ", ".join(f"{x:.0f}" for x in vals)
+        verdict = "(reported)" if ok is None else ("met" if ok(med) else "NOT met")
+        print(f"| {name} | {med:.0f} ms ({each}) | {goal} | {verdict} |")
+    speeds = [r for r in rows if r["test"] == "failover" and r["value"] >= 0]
+    if speeds:
+        print("\nFailover runs: 2 rails " + ", ".join(f"{r['two_rails_MBps']}" for r in speeds) +
+              " MB/s before, 1 rail " + ", ".join(f"{r['one_rail_MBps']}" for r in speeds) +
+              " MB/s while rail 1 was down, " +
+              ", ".join(f"{r['after_up_MBps']}" for r in speeds) + " MB/s after it came back.")
+
     print("\n### Every figure, median over rounds\n")
     print("| case | test | size | transport | direction | value |")
     print("|---|---|---:|---|---|---:|")
     groups = {}
     for r in rows:
+        if r["test"] == "failover":
+            continue
         key = (r["case"], r["test"], r["size"], r["transport"], r.get("direction", ""),
                r["unit"])
         groups.setdefault(key, []).append(r["value"])

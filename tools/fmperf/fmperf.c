@@ -39,6 +39,7 @@ struct opts {
     int reps;
     int in_place;
     int opposite; /* multiplex: the second pair streams the other way */
+    const char *trace; /* bw: per-window trace file (rank 0) */
     const char *peer;
     const char *label;
     enum { OUT_TABLE, OUT_JSON, OUT_CSV } out;
@@ -67,6 +68,8 @@ static void usage(FILE *f)
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
             "  --opposite     multiplex: the second pair streams in the other direction\n"
+            "  --trace FILE   bw: rank 0 writes each window's end time (ns, CLOCK_REALTIME)\n"
+            "                 and MB/s to FILE\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
             "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
             "  --label NAME   transport name in the output (default: fastmsg)\n"
@@ -143,6 +146,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"label", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
         {"windows", required_argument, NULL, 'W'}, {"opposite", no_argument, NULL, 'o'},
+        {"trace", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.window = 64, .reps = 5, .label = "fastmsg"};
@@ -197,6 +201,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'p': o->in_place = 1; break;
         case 'o': o->opposite = 1; break;
+        case 't': o->trace = optarg; break;
         case 'P':
             if (strcmp(optarg, "tcp") && strcmp(optarg, "udp") && strcmp(optarg, "mptcp"))
                 die_usage("--peer takes tcp, udp or mptcp", optarg);
@@ -443,6 +448,10 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(buf, 0x5a, max);
+    if (o.trace && j.rank == 0 && !(pat_trace = fopen(o.trace, "w"))) {
+        fprintf(stderr, "fmperf: cannot write %s\n", o.trace);
+        return 1;
+    }
     struct xport *fm = xport_fm_open(&j, o.in_place);
     struct xport *peer = NULL;
     if (o.peer && o.test != T_IDLE) {
@@ -481,6 +490,8 @@ int main(int argc, char **argv)
     if (peer)
         peer->close(peer);
     fm->close(fm);
+    if (pat_trace)
+        fclose(pat_trace);
     free(buf);
     fm_ep_close(j.ctl);
     fm_finalize(j.ctx);

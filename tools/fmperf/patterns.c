@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+FILE *pat_trace;
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -78,6 +80,13 @@ struct figure pat_bw(struct xport *x, struct job *j, void *buf, size_t size, lon
             double t = now_us() - t0;
             if (w >= 0)
                 s[w] = (double)size * window / t; /* bytes per us = MB/s */
+            if (pat_trace) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                fprintf(pat_trace, "%lld %.3f\n",
+                        (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+                        (double)size * window / t);
+            }
         }
         f = summarize(s, windows);
     } else if (j->rank == 1) {

@@ -5,6 +5,11 @@
 #include "xport.h"
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* bw: where rank 0 writes a line per window ("end time in ns of
+ * CLOCK_REALTIME, MB/s"), to follow a transfer through an event; or NULL. */
+extern FILE *pat_trace;
 
 /* A figure with its spread: the median and the 99th percentile. */
 struct figure {
