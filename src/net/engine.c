@@ -267,30 +267,32 @@ static void tx_settle(struct fm_session *s, struct txent *e)
     }
 }
 
-/* Bytes in flight on a rail above which its delivery rate is its capacity
- * rather than what it was given. */
+/* Bytes in flight on a rail (in packets) above which what it delivers is
+ * what it can carry, not what it was given. */
 #define RAIL_BACKLOG_PACKETS 8
 
 /*
- * e was acknowledged: its bytes count as delivered by its rail, whose
- * delivery rate is sampled about once per round trip. A sample taken while
- * the rail had a backlog measures what it can carry and may lower the
- * estimate; one taken while it was given little only says what it was
- * given, and may only raise it (else a rail given little would look slow
- * and be given less).
+ * e was acknowledged: its bytes count as delivered by its rail. The rail's
+ * rate is sampled over stretches of at least 200 us and 16 packets during
+ * which it always had a backlog, so a sample measures what the rail can carry; an
+ * idle or lightly used stretch says only what it was given and is not
+ * sampled (else a rail given little would look slow and be given less).
+ * The estimate is the larger of a new sample and the old one less 1/8.
  */
 static void tx_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
 {
     struct sess_rail *sr = &s->rail[e->rail];
     if (e->counted) {
         sr->delivered += e->len;
-        if (!sr->rate_t) {
+        if (sr->inflight - e->len < RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload) {
+            sr->rate_t = 0; /* the backlog ran out: no sample across this */
+        } else if (!sr->rate_t) {
             sr->rate_t = now;
             sr->rate_from = sr->delivered;
-        } else if (now - sr->rate_t >= FM_MAX(sr->srtt, (uint64_t)200000)) {
+        } else if (now - sr->rate_t >= 200000 &&
+                   sr->delivered - sr->rate_from >= 16 * (uint64_t)net->p.payload) {
             uint64_t sample = (sr->delivered - sr->rate_from) * 1000000000u / (now - sr->rate_t);
-            int backlog = sr->inflight >= RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload;
-            sr->rate = FM_MAX(sample, backlog ? sr->rate - sr->rate / 8 : sr->rate);
+            sr->rate = FM_MAX(sample, sr->rate - sr->rate / 8);
             sr->rate_t = now;
             sr->rate_from = sr->delivered;
         }
@@ -359,8 +361,8 @@ static void rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned
  * The rail for the next sequenced packet to this peer (seed 000's dynamic
  * dispatch): among the rails that answer, the one that would deliver it
  * first, which is the one whose bytes in flight it drains soonest at the
- * rate it has been delivering (before every rail has a rate: the fewest
- * bytes in flight). A rail whose receive queue the peer reports busy counts
+ * rate it delivers (a rail not measured yet counts as fast as the fastest
+ * one measured; before any is: the fewest bytes in flight). A rail whose receive queue the peer reports busy counts
  * as loaded. A short message therefore goes whole on an idle rail, and a
  * long one spreads packet by packet in proportion to each rail's
  * throughput, so its packets arrive about together instead of the faster
@@ -381,18 +383,18 @@ static int pick_rail(struct fm_net *net, struct fm_session *s)
         step = 2;
     }
     for (int pass = 0; pass < 2; pass++) {
-        int best = -1, rated = 1;
-        uint64_t best_load = UINT64_MAX;
+        int best = -1;
+        uint64_t best_load = UINT64_MAX, top_rate = 0;
         for (int r = first; r < n; r += step)
-            if (rail_usable(&s->rail[r]) && !s->rail[r].rate)
-                rated = 0;
+            if (rail_usable(&s->rail[r]))
+                top_rate = FM_MAX(top_rate, s->rail[r].rate);
         for (int r = first; r < n; r += step) {
             const struct sess_rail *sr = &s->rail[r];
             if (!rail_usable(sr))
                 continue;
             uint64_t load = sr->inflight + (sr->peer_busy ? RAIL_BUSY_BYTES : 0);
-            if (rated) /* when the queue would drain: microseconds */
-                load = (load + net->p.payload) * 1000000u / sr->rate;
+            if (top_rate) /* when the queue would drain: microseconds */
+                load = (load + net->p.payload) * 1000000u / (sr->rate ? sr->rate : top_rate);
             if (load < best_load) {
                 best = r;
                 best_load = load;

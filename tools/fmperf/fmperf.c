@@ -16,12 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
-enum test { T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX };
-static const char *const test_names[] = {"latency", "bw",      "msgrate", "ring",
-                                         "idle",    "connect", "sweep",   "multiplex"};
-static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu", "us", "MB/s", "MB/s"};
+enum test {
+    T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX, T_RAILS
+};
+static const char *const test_names[] = {"latency", "bw",    "msgrate",   "ring", "idle",
+                                         "connect", "sweep", "multiplex", "rails"};
+static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu",
+                                    "us", "MB/s", "MB/s",   "-"};
 /* Lower is better for times, higher for rates. */
-static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0};
+static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0, 0};
 /* multiplex: ranks 0 and 1 on one host, 2 and 3 on the other (fmrun --hosts
  * places blocks); the second pair streams the same way or back. */
 static const int pairs_same[2][2] = {{0, 2}, {1, 3}};
@@ -57,6 +60,8 @@ static void usage(FILE *f)
             "      connect  rank 0 opens a connection per exchange: send, receive, close\n"
             "               (fastmsg: an endpoint on a fresh channel; tcp: connect/close)\n"
             "      sweep    bandwidth for each message length and window (iperf -l x -w)\n"
+            "      rails    latency and bw over the job's rails (FM_RAILS), a row of each\n"
+            "               per size, labelled with the number of rails\n"
             "      multiplex  two pairs stream at once over one link (seed 000, fig. 2):\n"
             "               ranks 0->2 and 1->3, or 3->1 with --opposite; 4 ranks, two per\n"
             "               host; the bandwidth of each pair\n"
@@ -126,6 +131,12 @@ static void default_sizes(struct opts *o)
         break;
     }
     case T_MULTIPLEX: o->sizes[o->nsizes++] = 1 << 20; break;
+    case T_RAILS: {
+        static const size_t r[] = {8, 65536, 1 << 20};
+        for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+            o->sizes[o->nsizes++] = r[i];
+        break;
+    }
     case T_SWEEP: {
         static const size_t l[] = {1024, 4096, 16384, 65536};
         for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
@@ -164,7 +175,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             found = 1;
         }
     if (!found)
-        die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep, multiplex)",
+        die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep, multiplex, "
+                  "rails)",
                   argv[1]);
     optind = 2;
     int c;
@@ -285,6 +297,7 @@ static void print_header(const struct opts *o, const struct job *j)
         "time per exchange with a connection per message (open, send, receive, close)",
         "bandwidth for each message length and window of messages in flight",
         "bandwidth of each of two pairs streaming at once (seed 000, figure 2)",
+        "one-way latency and bandwidth over the rails FM_RAILS names",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
     printf("# %d ranks, %s receiver%s%s%s\n", ranks_of(o, j),
@@ -388,6 +401,41 @@ static struct figure run_pattern(const struct opts *o, struct xport *x, struct j
     }
 }
 
+/* The rails FM_RAILS lists (one when unset), for labels. */
+static int rails_listed(void)
+{
+    const char *r = getenv("FM_RAILS");
+    int n = 1;
+    for (; r && *r; r++)
+        n += *r == ',';
+    return n;
+}
+
+/* rails: latency, then bandwidth, each reported as its own test under a
+ * label that says how many rails carried it. */
+static void run_rails(const struct opts *o, struct job *j, struct xport *fm, struct xport *peer,
+                      void *buf, size_t size)
+{
+    char label[64];
+    int n = rails_listed();
+    snprintf(label, sizeof(label), "%s, %d rail%s", o->label, n, n > 1 ? "s" : "");
+    static const enum test parts[] = {T_LATENCY, T_BW};
+    for (int k = 0; k < 2; k++) {
+        struct opts each = *o;
+        each.test = parts[k];
+        each.label = label;
+        each.iters = 0;
+        long iters = iters_for(&each, size);
+        if (parts[k] == T_BW && !o->iters) /* rails are slower than memory */
+            iters = iters / 16 > 10L * each.window ? iters / 16 : 10L * each.window;
+        struct figure f = run_pattern(&each, fm, j, buf, size, iters), p = {0, 0};
+        if (peer)
+            p = run_pattern(&each, peer, j, buf, size, iters);
+        if (j->rank == 0)
+            report(&each, j, size, f, peer ? &p : NULL, iters);
+    }
+}
+
 /* Both pairs' figures, a row each (the transport names the pair). */
 static void run_multiplex(const struct opts *o, struct job *j, struct xport *fm,
                           struct xport *peer, const int (*pairs)[2], void *buf, size_t size,
@@ -471,6 +519,10 @@ int main(int argc, char **argv)
         long iters = iters_for(&o, size);
         if (o.test == T_MULTIPLEX) {
             run_multiplex(&o, &j, fm, peer, pairs, buf, size, iters);
+            continue;
+        }
+        if (o.test == T_RAILS) {
+            run_rails(&o, &j, fm, peer, buf, size);
             continue;
         }
         struct figure f = run_pattern(&o, fm, &j, buf, size, iters);
