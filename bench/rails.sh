@@ -71,33 +71,53 @@ for r in $(seq 1 $rounds); do
   perf "$r" "multiplex, 1 rail" "$(rails_spec 0)" multiplex "${bw[@]}" --peer tcp
   perf "$r" "multiplex, 1 rail" "$(rails_spec 0)" multiplex "${bw[@]}" --opposite --peer tcp
 done
-# Latency over one and two rails, and the policies compared (one round).
-perf 1 "1 rail" "$(rails_spec 0)" latency --sizes 8,1K,64K --peer tcp
-perf 1 "2 rails" "$(rails_spec 0 1)" latency --sizes 8,1K,64K
+# fmperf rails: latency and bandwidth over 1, 2 and 3 rails (one round).
+rails_sizes=(--sizes 8,64K,1M --window 16)
+perf 1 "fmperf rails, 1 rail" "$(rails_spec 0)" rails "${rails_sizes[@]}" --peer tcp
+if [ $mptcp = 1 ]; then
+  perf 1 "fmperf rails, 2 rails" "$(rails_spec 0 1)" rails "${rails_sizes[@]}" --peer mptcp
+else
+  perf 1 "fmperf rails, 2 rails" "$(rails_spec 0 1)" rails "${rails_sizes[@]}"
+fi
+perf 1 "fmperf rails, 3 rails" "$(rails_spec 0 1 2)" rails "${rails_sizes[@]}"
+# The policies compared.
 for policy in dynamic static unidirectional; do
   FM_RAIL_POLICY=$policy perf 1 "2 rails, $policy" "$(rails_spec 0 1)" bw "${bw[@]}"
   FM_RAIL_POLICY=$policy perf 1 "2 rails, $policy" "$(rails_spec 0 1)" multiplex "${bw[@]}" \
     --opposite
 done
 
-# Failover: rail 1 set down in the middle of a 2-rail transfer and brought
-# back; each 1 MiB window is traced, bench/rails_failover.py times the dip.
+# Failover: rail 1 fails in the middle of a 2-rail transfer and comes back;
+# each 1 MiB window is traced, bench/rails_failover.py times the dip. Two
+# ways to fail: the link set down (the sender's kernel refuses at once), and
+# the peer's address removed with the link up (packets vanish silently:
+# only the heartbeat tells).
 hb=100
-for r in $(seq 1 $rounds); do
-  trace=$out/rails_failover_$r.trace
-  log "round $r: failover (rail 1 down at 1.5 s, up at 3 s)"
-  FM_RAILS=$(rails_spec 0 1) FM_RAIL_HEARTBEAT_MS=$hb FM_LOG=error timeout 300 "$FMRUN" \
-    "${launch[@]}" -n 2 "$FMPERF" bw --sizes 256K --window 4 --iters 3200 --trace "$trace" \
-    --json >/dev/null &
-  job=$!
-  sleep 1.5
-  t_down=$(date +%s%N)
-  ip -n "$A" link set "$(rail_dev 1 a)" down
-  sleep 1.5
-  t_up=$(date +%s%N)
-  ip -n "$A" link set "$(rail_dev 1 a)" up
-  wait $job || log "failover run $r failed"
-  python3 bench/rails_failover.py "$trace" "$t_down" "$t_up" "$r" "$hb" >>"$jsonl"
+fail_rail() { # fail_rail down|blackhole on|off
+  case $1-$2 in
+  down-on) ip -n "$A" link set "$(rail_dev 1 a)" down ;;
+  down-off) ip -n "$A" link set "$(rail_dev 1 a)" up ;;
+  blackhole-on) ip -n "$B" addr del "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
+  blackhole-off) ip -n "$B" addr add "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
+  esac
+}
+for how in down blackhole; do
+  for r in $(seq 1 $rounds); do
+    trace=$out/rails_failover_${how}_$r.trace
+    log "round $r: failover, rail 1 $how at 1.5 s, back at 3 s"
+    FM_RAILS=$(rails_spec 0 1) FM_RAIL_HEARTBEAT_MS=$hb FM_LOG=error timeout 300 "$FMRUN" \
+      "${launch[@]}" -n 2 "$FMPERF" bw --sizes 256K --window 4 --iters 3200 --trace "$trace" \
+      --json >/dev/null &
+    job=$!
+    sleep 1.5
+    t_down=$(date +%s%N)
+    fail_rail $how on
+    sleep 1.5
+    t_up=$(date +%s%N)
+    fail_rail $how off
+    wait $job || log "failover run $r failed"
+    python3 bench/rails_failover.py "$trace" "$t_down" "$t_up" "$r" "$hb" "$how" >>"$jsonl"
+  done
 done
 
 python3 bench/rails_report.py "$jsonl" >"$out/rails.md"

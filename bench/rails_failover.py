@@ -1,9 +1,9 @@
-"""Reads an fmperf --trace of a 2-rail transfer during which one rail was
-set down and brought back, and prints a JSON line: how long after the rail
-went down the transfer ran at the remaining rail's full speed again, and
-how long after it came back the transfer used both again.
+"""Reads an fmperf --trace of a 2-rail transfer during which one rail failed
+and came back, and prints a JSON line: how long after the rail failed the
+transfer ran at the remaining rail's full speed again (and stayed there),
+and how long after it came back the transfer used both again.
 
-usage: rails_failover.py TRACE T_DOWN_NS T_UP_NS ROUND HEARTBEAT_MS
+usage: rails_failover.py TRACE T_DOWN_NS T_UP_NS ROUND HEARTBEAT_MS HOW
 """
 import json
 import statistics
@@ -11,26 +11,30 @@ import sys
 
 
 def main():
-    trace, t_down, t_up, rnd, hb = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
-                                    int(sys.argv[4]), int(sys.argv[5]))
+    trace, t_down, t_up, rnd, hb, how = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                         int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
     win = [tuple(float(x) for x in line.split()) for line in open(trace) if line.strip()]
     before = [v for t, v in win if t < t_down]
     one = [v for t, v in win if t_down + 5e8 < t < t_up]  # settled on one rail
     after = [v for t, v in win if t > t_up + 1e9]
     if not before or not one:
-        print(json.dumps({"round": rnd, "case": "failover", "test": "failover",
+        print(json.dumps({"round": rnd, "case": "failover, " + how, "test": "failover",
                           "transport": "fastmsg", "size": 0, "value": -1, "unit": "ms",
                           "note": "the transfer ended too soon"}))
         return
     two_speed, one_speed = statistics.median(before), statistics.median(one)
-    back = next((t for t, v in win if t > t_down and v >= 0.9 * one_speed), None)
-    rejoin = next((t for t, v in win if t > t_up and v >= 0.9 * two_speed), None)
-    row = {"round": rnd, "case": "failover", "test": "failover", "transport": "fastmsg",
+    # Full speed again: the end of the last window slower than 90 % of it
+    # (windows ending just after the event may still have been fast).
+    back = max((t for t, v in win if t_down < t < t_up and v < 0.9 * one_speed),
+               default=t_down)
+    rejoin = max((t for t, v in win if t_up < t < t_up + 1e9 and v < 0.9 * two_speed),
+                 default=t_up)
+    row = {"round": rnd, "case": "failover, " + how, "test": "failover", "transport": "fastmsg",
            "size": 0, "unit": "ms", "heartbeat_ms": hb,
            "two_rails_MBps": round(two_speed, 1), "one_rail_MBps": round(one_speed, 1),
            "after_up_MBps": round(statistics.median(after), 1) if after else None,
-           "value": round((back - t_down) / 1e6, 1) if back else -1,
-           "rejoin_ms": round((rejoin - t_up) / 1e6, 1) if rejoin else -1}
+           "value": round((back - t_down) / 1e6, 1),
+           "rejoin_ms": round((rejoin - t_up) / 1e6, 1) if after else -1}
     print(json.dumps(row))
 
 

@@ -1,5 +1,6 @@
 # Two hosts made of network namespaces with a management bridge (for the
-# launcher's PMI) and three veth data rails, for bench/rails.sh. Sourced:
+# launcher's PMI) and three veth data rails, for bench/rails.sh and
+# tests/rails_test.sh. Sourced:
 #   rails_ns_up     creates them (sets A, B, MGMT and rail_net I)
 #   rails_shape I RATE   tbf on both ends of rail I
 #   rails_ns_down   removes everything

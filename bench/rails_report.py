@@ -76,18 +76,21 @@ def goal_rows(val, rounds):
 
 def failover_rows(rows):
     """The failover runs: ms to the remaining rail's full speed, and to both again."""
-    runs = [r for r in rows if r["test"] == "failover" and r["value"] >= 0]
-    if not runs:
-        return []
-    hb = runs[0]["heartbeat_ms"]
-    down = [r["value"] for r in runs]
-    up = [r["rejoin_ms"] for r in runs if r["rejoin_ms"] >= 0]
-    out = [(f"rail set down mid-transfer: ms until the other rail runs at full speed "
-            f"(heartbeat {hb} ms)", down, f"<= {2 * hb} ms (2 heartbeats)",
-            lambda m: m <= 2 * hb)]
-    if up:
-        out.append(("the rail back up: ms until both rails are used again", up, "(reported)",
-                    None))
+    out = []
+    for case, what in (("failover, down", "set down"),
+                       ("failover, blackhole", "dropping everything, link up")):
+        runs = [r for r in rows if r["case"] == case and r["value"] >= 0]
+        if not runs:
+            continue
+        hb = runs[0]["heartbeat_ms"]
+        down = [r["value"] for r in runs]
+        up = [r["rejoin_ms"] for r in runs if r["rejoin_ms"] >= 0]
+        out.append((f"rail {what} mid-transfer: ms until the other rail runs at full speed "
+                    f"(heartbeat {hb} ms)", down, f"<= {2 * hb} ms (2 heartbeats)",
+                    lambda m, hb=hb: m <= 2 * hb))
+        if up:
+            out.append((f"rail {what}, then back: ms until both rails are used again", up,
+                        "(reported)", None))
     return out
 
 
@@ -106,7 +109,7 @@ def main():
         med = statistics.median(ratios)
         each = ", ".join(f"{x:.3f}" for x in ratios)
         verdict = "(reported)" if need is None else ("met" if med >= need else "NOT met")
-        print(f"| {name} | {med:.3f} ({each}) | {goal} | {verdict} |")
+        print(f"| {name} | {med:.4f} ({each}) | {goal} | {verdict} |")
 
     for name, vals, goal, ok in failover_rows(rows):
         med = statistics.median(vals)
@@ -115,9 +118,10 @@ def main():
         print(f"| {name} | {med:.0f} ms ({each}) | {goal} | {verdict} |")
     speeds = [r for r in rows if r["test"] == "failover" and r["value"] >= 0]
     if speeds:
-        print("\nFailover runs: 2 rails " + ", ".join(f"{r['two_rails_MBps']}" for r in speeds) +
+        print("\nFailover runs (" + ", ".join(r["case"].split(", ")[1] for r in speeds) +
+              "): 2 rails " + ", ".join(f"{r['two_rails_MBps']}" for r in speeds) +
               " MB/s before, 1 rail " + ", ".join(f"{r['one_rail_MBps']}" for r in speeds) +
-              " MB/s while rail 1 was down, " +
+              " MB/s while rail 1 failed, " +
               ", ".join(f"{r['after_up_MBps']}" for r in speeds) + " MB/s after it came back.")
 
     print("\n### Every figure, median over rounds\n")

@@ -134,6 +134,19 @@ static void case_order_many(void)
  * takes a prefix; the rest goes as further messages and the receiver
  * reassembles the exact bytes. Wrap-around splits some messages in two.
  */
+/* The segments of a received message must be the next bytes of the
+ * stream fmt_pattern(seed, ...) from *got on; moves *got past them. */
+static void check_stream(const struct iovec *seg, int nseg, uint64_t seed, size_t *got)
+{
+    for (int s = 0; s < nseg; s++) {
+        const unsigned char *p = seg[s].iov_base;
+        for (size_t i = 0; i < seg[s].iov_len; i++)
+            if (p[i] != fmt_pattern(seed, *got + i))
+                fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", *got + i);
+        *got += seg[s].iov_len;
+    }
+}
+
 static void case_partial_wrap(void)
 {
     const size_t total = 3 * 1000 * 1000 + 7;
@@ -173,13 +186,7 @@ static void case_partial_wrap(void)
             CHECK(n > 0);
             CHECK(nseg >= 1 && nseg <= FM_SEGS_MAX);
             split += nseg > 1;
-            for (int s = 0; s < nseg; s++) {
-                const unsigned char *p = seg[s].iov_base;
-                for (size_t i = 0; i < seg[s].iov_len; i++)
-                    if (p[i] != fmt_pattern(42, got + i))
-                        fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", got + i);
-                got += seg[s].iov_len;
-            }
+            check_stream(seg, nseg, 42, &got);
             CHECK_RC(fm_recv_done(ep), 0);
         }
         CHECK_EQ(got, total);
@@ -700,13 +707,7 @@ static void case_stream(void)
                 continue;
             }
             CHECK(n > 0);
-            for (int s = 0; s < nseg; s++) {
-                const unsigned char *p = seg[s].iov_base;
-                for (size_t i = 0; i < seg[s].iov_len; i++)
-                    if (p[i] != fmt_pattern(9, got + i))
-                        fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", got + i);
-                got += seg[s].iov_len;
-            }
+            check_stream(seg, nseg, 9, &got);
             CHECK_RC(fm_recv_done(ep), 0);
         }
         CHECK_EQ(got, total);

@@ -13,55 +13,17 @@ CONF=$2
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
 command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: needs ip and tc"; exit 77; }
 
-a=frA$$ b=frB$$ br=frbr$$ ma=frma$$ mb=frmb$$
-mgmt=10.$((100 + $$ % 50)).$(($$ % 250))
-rail_net() { echo "172.$((16 + $1)).$(($$ % 250))"; } # rail_net I -> a /24 prefix
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../bench/rails_ns.sh" # A, B, MGMT, rail_net, rail_dev, rails_ns_up, ...
 tmp=$(mktemp -d)
 cleanup() {
-  ip netns del "$a" 2>/dev/null
-  ip netns del "$b" 2>/dev/null
-  ip link del "$br" 2>/dev/null
+  rails_ns_down
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+rails_ns_up || { echo "SKIP: cannot create network namespaces here"; exit 77; }
 
-setup() {
-  ip netns add "$a" && ip netns add "$b" &&
-    ip link add "$br" type bridge && ip addr add "$mgmt.254/24" dev "$br" &&
-    ip link set "$br" up &&
-    ip link add "$ma" type veth peer name mgmt netns "$a" &&
-    ip link add "$mb" type veth peer name mgmt netns "$b" &&
-    ip link set "$ma" master "$br" up && ip link set "$mb" master "$br" up &&
-    ip -n "$a" addr add "$mgmt.1/24" dev mgmt && ip -n "$b" addr add "$mgmt.2/24" dev mgmt &&
-    ip -n "$a" link set mgmt up && ip -n "$b" link set mgmt up &&
-    ip -n "$a" link set lo up && ip -n "$b" link set lo up || return 1
-  for i in 0 1 2; do
-    local n
-    n=$(rail_net $i)
-    ip link add "r$i$$a" type veth peer name "r$i$$b" &&
-      ip link set "r$i$$a" netns "$a" && ip link set "r$i$$b" netns "$b" &&
-      ip -n "$a" addr add "$n.1/24" dev "r$i$$a" && ip -n "$b" addr add "$n.2/24" dev "r$i$$b" &&
-      ip -n "$a" link set "r$i$$a" up && ip -n "$b" link set "r$i$$b" up || return 1
-  done
-}
-setup || { echo "SKIP: cannot create network namespaces here"; exit 77; }
-
-# shape I RATE: rail I carries RATE each way (tbf on both ends).
-shape() {
-  for side in a b; do
-    local ns dev
-    if [ $side = a ]; then ns=$a; else ns=$b; fi
-    dev="r$1$$$side"
-    tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$2" burst 64kb limit 4mb
-  done
-}
-rails() { # rails I... -> the FM_RAILS value
-  local v="" i
-  for i in "$@"; do v="$v${v:+,}$(rail_net "$i").0/24"; done
-  echo "$v"
-}
-
-launch=(--hosts "$a,$b" --launcher "ip netns exec {host}" --pmi-addr "$mgmt.254")
+launch=(--hosts "$A,$B" --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254")
 export FM_STATS=1 FMT_TIMEOUT=120 FM_LOG=warn
 fails=0
 pass() { echo "ok: $1"; }
@@ -74,13 +36,13 @@ run_stream() { # run_stream BYTES [env...]: a stream from rank 0 (host A) to ran
   env FMT_STREAM_BYTES="$bytes" "$@" "$FMRUN" "${launch[@]}" -n 2 "$CONF" stream 2>"$tmp/err"
 }
 
-for i in 0 1 2; do shape $i 200mbit; done
+for i in 0 1 2; do rails_shape $i 200mbit; done
 
 # Two and three equal rails: the stream uses every one, each a fair share.
 for set in "0 1" "0 1 2"; do
   n=$(echo $set | wc -w)
   # shellcheck disable=SC2086
-  if run_stream $((24 << 20)) FM_RAILS="$(rails $set)"; then
+  if run_stream $((24 << 20)) FM_RAILS="$(rails_spec $set)"; then
     ok=1
     for r in $(seq 0 $((n - 1))); do
       tx=$(stat "rail${r}_tx_bytes" 0)
@@ -94,8 +56,8 @@ for set in "0 1" "0 1 2"; do
 done
 
 # Rails of different speeds: the faster carries more (no equal segments).
-shape 1 60mbit
-if run_stream $((24 << 20)) FM_RAILS="$(rails 0 1)"; then
+rails_shape 1 60mbit
+if run_stream $((24 << 20)) FM_RAILS="$(rails_spec 0 1)"; then
   r0=$(stat rail0_tx_bytes 0) r1=$(stat rail1_tx_bytes 0)
   if [ "${r0:-0}" -gt $((2 * ${r1:-0})) ]; then
     pass "200 + 60 Mbit/s rails: the faster one carries more ($r0 vs $r1 bytes)"
@@ -105,27 +67,27 @@ if run_stream $((24 << 20)) FM_RAILS="$(rails 0 1)"; then
 else
   fail "200 + 60 Mbit/s rails: the stream failed"
 fi
-shape 1 100mbit
-shape 0 100mbit
+rails_shape 1 100mbit
+rails_shape 0 100mbit
 
 # break_rail HOW: what happens to rail 1 in the middle of a stream, and back.
 break_rail() {
   case $1 in
-  down) ip -n "$a" link set "r1$$a" down ;;
-  blackhole) ip -n "$b" addr del "$(rail_net 1).2/24" dev "r1$$b" ;;
+  down) ip -n "$A" link set "$(rail_dev 1 a)" down ;;
+  blackhole) ip -n "$B" addr del "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
   esac
 }
 mend_rail() {
   case $1 in
-  down) ip -n "$a" link set "r1$$a" up ;;
-  blackhole) ip -n "$b" addr add "$(rail_net 1).2/24" dev "r1$$b" ;;
+  down) ip -n "$A" link set "$(rail_dev 1 a)" up ;;
+  blackhole) ip -n "$B" addr add "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
   esac
 }
 for how in down blackhole; do
   for fault in "" "drop=0.01,dup=0.01,reorder=0.01"; do
     name="rail 1 $( [ $how = down ] && echo "set down" || echo "dropping everything (link up)") \
 during a stream, then back${fault:+, with FM_FAULT=$fault}"
-    run_stream $((64 << 20)) FM_RAILS="$(rails 0 1)" FM_RAIL_HEARTBEAT_MS=100 ${fault:+FM_FAULT=$fault,seed=$$} &
+    run_stream $((64 << 20)) FM_RAILS="$(rails_spec 0 1)" FM_RAIL_HEARTBEAT_MS=100 ${fault:+FM_FAULT=$fault,seed=$$} &
     job=$!
     sleep 1
     break_rail $how
@@ -145,9 +107,9 @@ during a stream, then back${fault:+, with FM_FAULT=$fault}"
 done
 
 # A rail the peer does not have is reported and left out.
-ip -n "$b" addr del "$(rail_net 2).2/24" dev "r2$$b"
-ip -n "$b" addr add "10.$((60 + $$ % 50)).1.2/24" dev "r2$$b"
-if run_stream $((4 << 20)) FM_RAILS="$(rails 0 2)" &&
+ip -n "$B" addr del "$(rail_net 2).2/24" dev "$(rail_dev 2 b)"
+ip -n "$B" addr add "10.$((60 + $$ % 50)).1.2/24" dev "$(rail_dev 2 b)"
+if run_stream $((4 << 20)) FM_RAILS="$(rails_spec 0 2)" &&
   grep -q "reaches none of rank 1's rails" "$tmp/err"; then
   pass "a rail with no partner on the peer is reported and not used"
 else
@@ -155,12 +117,12 @@ else
 fi
 
 # Every rail gone: FM_EPEERLOST on both sides, within FM_NET_TIMEOUT_MS.
-FM_RAILS="$(rails 0 1)" FM_NET_TIMEOUT_MS=1000 "$FMRUN" --keep-going "${launch[@]}" -n 2 \
+FM_RAILS="$(rails_spec 0 1)" FM_NET_TIMEOUT_MS=1000 "$FMRUN" --keep-going "${launch[@]}" -n 2 \
   "$CONF" linkdown 2>"$tmp/err" &
 job=$!
 sleep 1
-ip -n "$a" link set "r0$$a" down
-ip -n "$a" link set "r1$$a" down
+ip -n "$A" link set "$(rail_dev 0 a)" down
+ip -n "$A" link set "$(rail_dev 1 a)" down
 if wait $job; then pass "every rail down: FM_EPEERLOST"; else fail "every rail down"; fi
 
 [ $fails -eq 0 ] || { echo "$fails rails check(s) failed" >&2; exit 1; }
