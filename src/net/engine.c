@@ -79,6 +79,8 @@ struct fm_session {
     struct sess_rail rail[FM_RAILS_MAX];
     int have_addr;         /* some rail has the peer's address */
     uint8_t ctl_rail;      /* rail of packets that are not DATA: the last one heard on */
+    uint8_t rails_watched; /* rails are being probed: the session is busy */
+    uint64_t t_busy;       /* last sequenced packet sent or received */
     uint32_t peer_epoch;   /* 0 until known */
     uint64_t hello_nonce;  /* of our HELLO */
     uint64_t peer_nonce;   /* of theirs, to echo */
@@ -408,31 +410,51 @@ static int pick_rail(struct fm_net *net, struct fm_session *s)
     return s->ctl_rail; /* none answers: the session timeout decides */
 }
 
-/* Probes of each rail and their deadlines (several rails only). */
+/*
+ * Probes of each rail and their deadlines (several rails only). Rails are
+ * watched while the session is busy (data in flight, or a sequenced packet
+ * within the last heartbeat): then a failure costs throughput. An idle
+ * session does not probe them, so a thousand idle peers cost no packets
+ * beyond the session's own heartbeat, and a rail's silence while idle
+ * proves nothing; watching starts afresh when traffic does.
+ */
+static int session_busy(const struct fm_net *net, const struct fm_session *s, uint64_t now)
+{
+    return s->snd_una != s->snd_nxt || now - s->t_busy < net->p.rail_heartbeat_ns;
+}
+
 static void rails_check(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     uint64_t hb = net->p.rail_heartbeat_ns;
+    int busy = session_busy(net, s, now);
     for (int r = 0; r < net->p.nrails; r++) {
         struct sess_rail *sr = &s->rail[r];
         if (!sr->addr.sin_family)
             continue;
-        if (!sr->t_rx)
-            sr->t_rx = now; /* a full heartbeat from setup */
-        if (sr->up && now - sr->t_rx > hb)
+        if (!busy || !s->rails_watched || !sr->t_rx)
+            sr->t_rx = FM_MAX(sr->t_rx, now - FM_MIN(now, hb / 3)); /* a fresh start */
+        else if (sr->up && now - sr->t_rx > hb)
             rail_down(net, s, r, now);
-        if (now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
+        if (busy && now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
             sr->ping_due = 1;
             mark_pending(net, s);
         }
     }
+    s->rails_watched = (uint8_t)busy;
 }
 
 static uint64_t rails_deadline(const struct fm_net *net, const struct fm_session *s)
 {
     uint64_t d = UINT64_MAX, hb = net->p.rail_heartbeat_ns;
-    for (int r = 0; net->p.nrails > 1 && r < net->p.nrails; r++) {
+    if (net->p.nrails == 1)
+        return d;
+    if (!s->rails_watched) /* watching starts at the first timer after traffic */
+        return d;
+    if (s->snd_una == s->snd_nxt)
+        d = s->t_busy + hb; /* when it falls idle */
+    for (int r = 0; r < net->p.nrails; r++) {
         const struct sess_rail *sr = &s->rail[r];
-        if (!sr->addr.sin_family || !sr->t_rx)
+        if (!sr->addr.sin_family)
             continue;
         d = FM_MIN(d, FM_MAX(sr->t_rx, sr->t_ping) + hb / 3);
         if (sr->up)
@@ -1081,6 +1103,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             goto drop;
         }
         why = on_sequenced(net, s, pkt, len);
+        s->t_busy = now;
         mark_pending(net, s);
         if (why)
             goto drop;
@@ -1175,10 +1198,12 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
 }
 
 /* Builds the packet of entry q and sends it on the rail the policy picks. */
-static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm_pkt_out *p)
+static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm_pkt_out *p,
+                 uint64_t now)
 {
     struct txent *e = &s->tx[q % FM_NET_TXWIN];
     build_sequenced(net, s, q, p);
+    s->t_busy = now;
     int r = pick_rail(net, s);
     set_rail(s, p, r);
     e->rail = (uint8_t)r;
@@ -1294,7 +1319,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         struct txent *e = &s->tx[q % FM_NET_TXWIN];
         if (!e->due || !e->op)
             continue;
-        emit(net, s, q, &pkts[n++]);
+        emit(net, s, q, &pkts[n++], now);
         e->due = 0;
         e->retx++;
         e->t_sent = now;
@@ -1307,7 +1332,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
             continue;
         if (!f->announced) {
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
-            emit(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++], now);
             f->announced = 1;
         }
         scan_complete(f, f->ring.size);
@@ -1322,12 +1347,12 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
                 break;
             }
             uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
-            emit(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++], now);
             f->sent += len;
         }
         if (f->ending && f->complete == f->sent && n < max && window_open(s)) {
             f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
-            emit(net, s, f->end_seq, &pkts[n++]);
+            emit(net, s, f->end_seq, &pkts[n++], now);
             f->end_sent = 1;
         }
     }
@@ -1336,7 +1361,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         struct fm_rxflow *f = s->rxf[i];
         if (f && f->orphan && !f->ended && f->stop_due) {
             uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
-            emit(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++], now);
             f->stop_due = 0;
             s->nstops--;
         }
@@ -1351,7 +1376,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         }
         if (all_sent) {
             uint32_t q = sequence(s, FM_OP_BYE, 0, 0, 0, now);
-            emit(net, s, q, &pkts[n++]);
+            emit(net, s, q, &pkts[n++], now);
             s->bye_sent = 1;
         }
     }

@@ -266,6 +266,21 @@ static void test_rails(void)
     stream(1 << 20, 6);
     fm_net_rail_counters(sides[0].net, tx);
     CHECK(tx[0] > (1 << 18) && tx[1] > (1 << 18)); /* both rails carry a fair share */
+    /* Idle, the rails are not probed: a second of silence costs the
+     * session's own heartbeats (every 500 ms here), not a probe per rail
+     * every third of the 3 ms rail heartbeat. */
+    fm_net_counters(sides[0].net, nc, dr);
+    uint64_t pings = nc[FM_NC_PINGS];
+    for (int i = 0; i < 100; i++) {
+        pump_out(0, 1);
+        deliver_all();
+        pump_out(1, 1);
+        deliver_all();
+        now += 10000000;
+    }
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK(nc[FM_NC_PINGS] - pings <= 4);
+    CHECK_EQ(nc[FM_NC_RAIL_DOWN], 0);
 
     reset();
     kill_round = 60;     /* rail heartbeat: 60 rounds */
