@@ -80,6 +80,9 @@ else
   perf 1 "fmperf rails, 2 rails" "$(rails_spec 0 1)" rails "${rails_sizes[@]}"
 fi
 perf 1 "fmperf rails, 3 rails" "$(rails_spec 0 1 2)" rails "${rails_sizes[@]}"
+# Seed 000's explicit rail status query against the piggybacked status.
+FM_RAIL_STATUS=query perf 1 "fmperf rails, 2 rails, status by query" "$(rails_spec 0 1)" rails \
+  "${rails_sizes[@]}"
 # The policies compared.
 for policy in dynamic static unidirectional; do
   FM_RAIL_POLICY=$policy perf 1 "2 rails, $policy" "$(rails_spec 0 1)" bw "${bw[@]}"

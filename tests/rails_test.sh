@@ -55,6 +55,13 @@ for set in "0 1" "0 1 2"; do
   fi
 done
 
+# Seed 000's explicit status query instead of the piggybacked status.
+if run_stream $((8 << 20)) FM_RAILS="$(rails_spec 0 1)" FM_RAIL_STATUS=query; then
+  pass "2 rails, rail status by query (FM_RAIL_STATUS=query): exactly once, in order"
+else
+  fail "2 rails, rail status by query"
+fi
+
 # Rails of different speeds: the faster carries more (no equal segments).
 rails_shape 1 60mbit
 if run_stream $((24 << 20)) FM_RAILS="$(rails_spec 0 1)"; then

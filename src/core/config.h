@@ -48,6 +48,10 @@ typedef char fm_cfg_str[256];
       "how packets spread over several rails: dynamic (each on the least loaded rail), " \
       "static (one rail per pair of processes), unidirectional (even rails carry data "  \
       "from lower to higher ranks, odd rails back)")                                     \
+    X(rail_status, FM_CFG_WORD, "FM_RAIL_STATUS", "ack", 0, 0, "ack,query",                 \
+      "how a sender learns which of the receiver's rails are busy: ack (piggybacked on "  \
+      "every acknowledgement) or query (asked before each burst, as seed 000's SReq; "    \
+      "for comparison)")                                                                  \
     X(rail_heartbeat_ms, FM_CFG_INT, "FM_RAIL_HEARTBEAT_MS", "100", 5, 600000, NULL,      \
       "with several rails: a rail to a peer silent this long is taken out of use (its "  \
       "packets go on the others) until it answers again; each rail is probed three "     \

@@ -80,6 +80,9 @@ struct fm_session {
     int have_addr;         /* some rail has the peer's address */
     uint8_t ctl_rail;      /* rail of packets that are not DATA: the last one heard on */
     uint8_t rails_watched; /* rails are being probed: the session is busy */
+    uint8_t status_fresh;  /* rail_query: the peer's rail status came for this burst */
+    uint8_t status_due;    /* rail_query: the peer asked for ours */
+    uint64_t t_status_asked; /* rail_query: when we last asked, or 0 */
     uint64_t t_busy;       /* last sequenced packet sent or received */
     uint32_t peer_epoch;   /* 0 until known */
     uint64_t hello_nonce;  /* of our HELLO */
@@ -718,7 +721,7 @@ static void detect_losses(struct fm_net *net, struct fm_session *s, uint64_t now
 }
 
 static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
-                   const struct fm_wire_ack *a, uint64_t now)
+                   const struct fm_wire_ack *a, int status_answer, uint64_t now)
 {
     if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
         struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
@@ -735,6 +738,8 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             e->op = 0;
         }
         s->snd_una = ack;
+        if (ack == s->snd_nxt)
+            s->status_fresh = 0; /* rail_query: the next burst asks again */
         /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
          * stream a clean sample may be long in coming. */
         s->rto = base_rto(net, s);
@@ -751,8 +756,15 @@ static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     }
     if (!a)
         return;
-    for (int r = 0; r < net->p.nrails; r++)
-        s->rail[r].peer_busy = (uint8_t)(a->rails_busy >> s->rail[r].peer_idx & 1);
+    if (!net->p.rail_query || status_answer) {
+        for (int r = 0; r < net->p.nrails; r++)
+            s->rail[r].peer_busy = (uint8_t)(a->rails_busy >> s->rail[r].peer_idx & 1);
+        if (status_answer) {
+            s->status_fresh = 1;
+            s->t_status_asked = 0;
+            mark_pending(net, s);
+        }
+    }
     for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
         if (!(a->sack[i / 64] >> (i % 64) & 1))
             continue;
@@ -1064,7 +1076,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     s->probed = 0;
     rail_heard(net, s, rail, h.rail, from, now);
     if (h.flags & FM_HDR_ACK_VALID)
-        on_ack(net, s, h.ack, NULL, now);
+        on_ack(net, s, h.ack, NULL, 0, now);
     switch (h.op) {
     case FM_OP_ACK: {
         struct fm_wire_ack a;
@@ -1074,7 +1086,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             why = FM_DROP_OPCODE;
             goto drop;
         }
-        on_ack(net, s, h.ack, &a, now);
+        on_ack(net, s, h.ack, &a, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
         memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);
@@ -1088,6 +1100,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
          * came on (which it probes). */
         s->rail[rail].reply_due = 1;
         s->credit_all = 1;
+        if (h.flags & FM_HDR_STATUS)
+            s->status_due = 1;
         mark_pending(net, s);
         return FM_DROP_NONE;
     case FM_OP_DATA:
@@ -1277,6 +1291,18 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     net->nc[FM_NC_ACKS]++;
 }
 
+/* Whether a flow has something not sent yet. */
+static int has_new_data(struct fm_session *s)
+{
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        scan_complete(f, f->ring.size);
+        if (!f->announced || f->complete > f->sent || (f->ending && !f->end_sent))
+            return 1;
+    }
+    return 0;
+}
+
 /* Fills packets for one session; returns how many. */
 static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
                           int max, int flush, uint64_t now)
@@ -1324,8 +1350,21 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         e->retx++;
         e->t_sent = now;
     }
+    /* rail_query: a burst from idle first asks for the peer's rail status
+     * and waits for the answer, as seed 000 queried before each message. */
+    int hold = 0;
+    if (net->p.rail_query && net->p.nrails > 1 && !s->status_fresh &&
+        s->snd_una == s->snd_nxt && has_new_data(s)) {
+        hold = 1;
+        if ((!s->t_status_asked || now - s->t_status_asked >= s->rto) && n < max) {
+            hdr_init(net, s, &pkts[n], FM_OP_PING);
+            pkts[n++].hdr.flags |= FM_HDR_STATUS;
+            net->nc[FM_NC_PINGS]++;
+            s->t_status_asked = now;
+        }
+    }
     /* New flows and new data, round-robin over the flows. */
-    uint32_t nlive = s->nlive;
+    uint32_t nlive = hold ? 0 : s->nlive;
     for (uint32_t k = 0; k < nlive && n < max && window_open(s); k++) {
         struct fm_txflow *f = s->live[(s->next_live + k) % nlive];
         if (f->end_sent)
@@ -1400,6 +1439,9 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         }
         if (sr->reply_due && n < max) {
             build_ack(net, s, &pkts[n]);
+            if (s->status_due) /* the answer to a rail status query */
+                pkts[n].hdr.flags |= FM_HDR_STATUS;
+            s->status_due = 0;
             set_rail(s, &pkts[n++], r);
             sr->reply_due = 0;
         }
@@ -1444,6 +1486,8 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
         s->t_last_rx = now;
     if (net->p.nrails > 1)
         rails_check(net, s, now);
+    if (s->t_status_asked && now - s->t_status_asked >= s->rto)
+        mark_pending(net, s); /* the status query or its answer was lost */
     if (s->snd_una != s->snd_nxt) {
         struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
         /* Tail loss probe (as TCP's TLP): no acknowledgement for two round
@@ -1529,6 +1573,8 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
     d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
     if (s->t_last_rx)
         d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);
+    if (s->t_status_asked)
+        d = FM_MIN(d, s->t_status_asked + s->rto);
     return FM_MIN(d, rails_deadline(net, s));
 }
 

@@ -151,6 +151,8 @@ struct fm_net_params {
     uint64_t ack_delay_ns;   /* longest an acknowledgement waits for a packet to ride on */
     int nrails;              /* local rails, 1..FM_RAILS_MAX */
     enum fm_rail_policy rail_policy;
+    int rail_query;          /* learn the peer's rail status by asking before each burst
+                                (seed 000's SReq/SAck), not from every acknowledgement */
     uint64_t rail_heartbeat_ns; /* a rail silent this long is down (with several rails) */
     struct fm_net_upcalls up;
 };

@@ -38,6 +38,8 @@ enum fm_wire_op {
 
 /* Header flags. */
 #define FM_HDR_ACK_VALID 0x0001u /* `ack` carries a cumulative acknowledgement */
+#define FM_HDR_STATUS 0x0002u    /* PING: asks for the receiver's rail status (seed 000's
+                                    SReq); ACK: answers one (SAck) */
 
 /* Every packet starts with this (48 bytes). */
 struct fm_wire_hdr {
