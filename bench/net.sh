@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The network path, measured between two network namespaces joined by a
-# veth pair (two "hosts" on this machine), next to kernel UDP and TCP
-# between the same namespaces and iperf3. Prints JSON lines on stdout.
+# The network path, measured between two network namespaces joined by an
+# unshaped veth pair (two "hosts" on this machine), next to kernel UDP and
+# TCP between the same namespaces and iperf3. Prints JSON lines on stdout.
 #   bench/net.sh [--quick]        (root; run by bench/run.sh)
 set -u
 cd "$(dirname "$0")/.."
@@ -12,15 +12,13 @@ FMPERF=build/release/tools/fmperf
 log() { printf 'net.sh: %s\n' "$*" >&2; }
 [ "$(id -u)" -eq 0 ] || { log "skipped: needs root for network namespaces"; exit 0; }
 
-a=fmbA$$ b=fmbB$$ va=fmbva$$ vb=fmbvb$$
-cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
-trap cleanup EXIT
-ip netns add "$a" && ip netns add "$b" && ip link add "$va" type veth peer name "$vb" &&
-  ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" &&
-  ip -n "$a" addr add 10.66.0.1/24 dev "$va" && ip -n "$b" addr add 10.66.0.2/24 dev "$vb" &&
-  ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up &&
-  ip -n "$a" link set lo up && ip -n "$b" link set lo up || { log "cannot create namespaces"; exit 1; }
-export FM_RAILS=10.66.0.0/24
+# Two hosts: the rails setup (bench/rails_ns.sh) with a management bridge
+# for fmrun's PMI and rail 0, unshaped, as the data link.
+source bench/rails_ns.sh
+trap rails_ns_down EXIT
+rails_ns_up || { log "cannot create namespaces"; exit 1; }
+export FM_RAILS=$(rails_spec 0)
+peer_ip=$(rail_net 0).2
 
 # perf ARGS: fmperf between the two hosts, labelled as the network path.
 # (Kernel peers are renamed tcp-net and udp-net: apart from the loopback
@@ -29,16 +27,17 @@ perf() {
   local test=$1
   shift
   log "fmperf $test $*"
-  timeout 600 "$FMRUN" --hosts "$a,$b" --launcher "ip netns exec {host}" -n 2 "$FMPERF" "$test" \
+  timeout 600 "$FMRUN" --hosts "$A,$B" --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254" \
+    -n 2 "$FMPERF" "$test" \
     --label fastmsg-net --json "$@" |
     sed 's/"transport": "\(tcp\|udp\)", "peer": "\(tcp\|udp\)"/"transport": "\1-net", "peer": "\2-net"/' ||
     log "fmperf $test $* failed"
 }
 # iperf3 ROUND: one TCP stream for 3 s, as a JSON line in fmperf's format.
 iperf() {
-  ip netns exec "$b" iperf3 -s -1 >/dev/null 2>&1 &
+  ip netns exec "$B" iperf3 -s -1 >/dev/null 2>&1 &
   sleep 0.3
-  ip netns exec "$a" iperf3 -c 10.66.0.2 -t 3 -J 2>/dev/null | python3 -c '
+  ip netns exec "$A" iperf3 -c "$peer_ip" -t 3 -J 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6
 print(json.dumps({"test": "bw", "transport": "iperf3-tcp", "peer": "iperf3-tcp",
