@@ -85,8 +85,9 @@ def failover_rows(rows):
         hb = runs[0]["heartbeat_ms"]
         down = [r["value"] for r in runs]
         up = [r["rejoin_ms"] for r in runs if r["rejoin_ms"] >= 0]
-        out.append((f"rail {what} mid-transfer: ms until the other rail runs at full speed "
-                    f"(heartbeat {hb} ms)", down, f"<= {2 * hb} ms (2 heartbeats)",
+        out.append((f"rail {what} mid-transfer: ms the transfer stalls before running at "
+                    f"the other rail's speed (heartbeat {hb} ms)", down,
+                    f"<= {2 * hb} ms (2 heartbeats)",
                     lambda m, hb=hb: m <= 2 * hb))
         if up:
             out.append((f"rail {what}, then back: ms until both rails are used again", up,

@@ -134,17 +134,35 @@ static void case_order_many(void)
  * takes a prefix; the rest goes as further messages and the receiver
  * reassembles the exact bytes. Wrap-around splits some messages in two.
  */
-/* The segments of a received message must be the next bytes of the
- * stream fmt_pattern(seed, ...) from *got on; moves *got past them. */
-static void check_stream(const struct iovec *seg, int nseg, uint64_t seed, size_t *got)
+/* Receives `total` bytes of the stream fmt_pattern(seed, ...) from any
+ * sender, checking each byte; returns how many messages came in more than
+ * one segment (wrapped around the ring). */
+static size_t recv_stream(uint64_t seed, size_t total)
 {
-    for (int s = 0; s < nseg; s++) {
-        const unsigned char *p = seg[s].iov_base;
-        for (size_t i = 0; i < seg[s].iov_len; i++)
-            if (p[i] != fmt_pattern(seed, *got + i))
-                fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", *got + i);
-        *got += seg[s].iov_len;
+    size_t got = 0, split = 0;
+    while (got < total) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        fm_addr src;
+        ssize_t n = fm_recv(ep, seg, &nseg, &src);
+        if (n == FM_EAGAIN) {
+            fm_wait(ep, 100);
+            continue;
+        }
+        CHECK(n > 0);
+        CHECK(nseg >= 1 && nseg <= FM_SEGS_MAX);
+        split += nseg > 1;
+        for (int s = 0; s < nseg; s++) {
+            const unsigned char *p = seg[s].iov_base;
+            for (size_t i = 0; i < seg[s].iov_len; i++)
+                if (p[i] != fmt_pattern(seed, got + i))
+                    fmt_fail(__FILE__, __LINE__, "stream byte %zu differs", got + i);
+            got += seg[s].iov_len;
+        }
+        CHECK_RC(fm_recv_done(ep), 0);
     }
+    CHECK_EQ(got, total);
+    return split;
 }
 
 static void case_partial_wrap(void)
@@ -173,24 +191,7 @@ static void case_partial_wrap(void)
         CHECK(partial > 0);
         free(buf);
     } else if (rank == 1) {
-        size_t got = 0, split = 0;
-        while (got < total) {
-            struct iovec seg[FM_SEGS_MAX];
-            int nseg;
-            fm_addr src;
-            ssize_t n = fm_recv(ep, seg, &nseg, &src);
-            if (n == FM_EAGAIN) {
-                fm_wait(ep, 100);
-                continue;
-            }
-            CHECK(n > 0);
-            CHECK(nseg >= 1 && nseg <= FM_SEGS_MAX);
-            split += nseg > 1;
-            check_stream(seg, nseg, 42, &got);
-            CHECK_RC(fm_recv_done(ep), 0);
-        }
-        CHECK_EQ(got, total);
-        CHECK(split > 0);
+        CHECK(recv_stream(42, total) > 0); /* some messages came in two pieces */
     }
 }
 
@@ -696,21 +697,7 @@ static void case_stream(void)
         }
         free(buf);
     } else if (rank == 1) {
-        size_t got = 0;
-        while (got < total) {
-            struct iovec seg[FM_SEGS_MAX];
-            int nseg;
-            fm_addr src;
-            ssize_t n = fm_recv(ep, seg, &nseg, &src);
-            if (n == FM_EAGAIN) {
-                fm_wait(ep, 100);
-                continue;
-            }
-            CHECK(n > 0);
-            check_stream(seg, nseg, 9, &got);
-            CHECK_RC(fm_recv_done(ep), 0);
-        }
-        CHECK_EQ(got, total);
+        recv_stream(9, total);
     }
 }
 
