@@ -296,7 +296,8 @@ static void tx_acked(struct fm_net *net, struct fm_session *s, struct txent *e, 
             sr->rate_from = sr->delivered;
         } else if (now - sr->rate_t >= 200000 &&
                    sr->delivered - sr->rate_from >= 16 * (uint64_t)net->p.payload) {
-            uint64_t sample = (sr->delivered - sr->rate_from) * 1000000000u / (now - sr->rate_t);
+            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - sr->rate_from) *
+                                         1000000000u / (now - sr->rate_t));
             sr->rate = FM_MAX(sample, sr->rate - sr->rate / 8);
             sr->rate_t = now;
             sr->rate_from = sr->delivered;
