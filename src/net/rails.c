@@ -18,24 +18,32 @@ int fm_rails_open(struct fm_udp rails[FM_RAILS_MAX], const char *spec, char *err
                   size_t errlen)
 {
     char buf[512];
+    char *word[FM_RAILS_MAX + 1];
+    int nwords = 0;
     if (strlen(spec) >= sizeof(buf)) {
         snprintf(err, errlen, "udp: FM_RAILS is too long");
         return FM_EINVAL;
     }
     memcpy(buf, spec, strlen(spec) + 1);
-    int n = 0;
     for (char *save = NULL, *one = strtok_r(buf, ",", &save); one;
          one = strtok_r(NULL, ",", &save)) {
-        if (n == FM_RAILS_MAX) {
+        if (nwords == FM_RAILS_MAX) {
             snprintf(err, errlen, "udp: FM_RAILS=%s names more than %d rails", spec,
                      FM_RAILS_MAX);
-            fm_rails_close(rails, n);
             return FM_EINVAL;
         }
-        int rc = fm_udp_open(&rails[n], one, err, errlen);
-        if (rc == FM_EUNREACH && strchr(spec, ',')) {
+        word[nwords++] = one;
+    }
+    if (!nwords) {
+        snprintf(err, errlen, "udp: FM_RAILS='%s' names no rail", spec);
+        return FM_EINVAL;
+    }
+    int n = 0;
+    for (int w = 0; w < nwords; w++) {
+        int rc = fm_udp_open(&rails[n], word[w], err, errlen);
+        if (rc == FM_EUNREACH && nwords > 1) {
             /* A node without one of the rails runs on the others. */
-            fm_warn("udp", "%s: rail '%s' left out", err, one);
+            fm_warn("udp", "%s: rail '%s' left out", err, word[w]);
             continue;
         }
         if (rc) {
@@ -47,19 +55,16 @@ int fm_rails_open(struct fm_udp rails[FM_RAILS_MAX], const char *spec, char *err
             if (rails[k].addr.sin_addr.s_addr == rails[n].addr.sin_addr.s_addr) {
                 snprintf(err, errlen,
                          "udp: FM_RAILS=%s: '%s' is the same interface (%s) as rail %d",
-                         spec, one, rails[n].ifname, k);
+                         spec, word[w], rails[n].ifname, k);
                 fm_rails_close(rails, n + 1);
                 return FM_EINVAL;
             }
         n++;
     }
     if (!n) {
-        if (!strchr(spec, ','))
-            snprintf(err, errlen, "udp: FM_RAILS is empty");
-        else
-            snprintf(err, errlen, "udp: no interface that is up matches any rail of FM_RAILS=%s",
-                     spec);
-        return strchr(spec, ',') ? FM_EUNREACH : FM_EINVAL;
+        snprintf(err, errlen, "udp: no interface that is up matches any rail of FM_RAILS=%s",
+                 spec);
+        return FM_EUNREACH;
     }
     return n;
 }

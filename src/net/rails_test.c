@@ -1,6 +1,7 @@
 /* Rails: the card a process publishes and the matching of a peer's rails
  * to ours by subnet. */
 #include "net/rails.h"
+#include "fastmsg.h"
 #include "testing/fmtest.h"
 
 #include <arpa/inet.h>
@@ -63,5 +64,21 @@ int main(void)
                          "1.1.1.1/8:1,1.1.1.2/8:1,1.1.1.3/8:1,1.1.1.4/8:1,1.1.1.5/8:1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_EQ(fm_rails_match(r, 2, bad[i], out), -1);
+
+    /* Opening: bad lists are refused with a reason, a missing rail of
+     * several is left out, loopback always opens. */
+    static struct fm_udp open[FM_RAILS_MAX]; /* static: fm_udp is large */
+    char err[256];
+    CHECK_EQ(fm_rails_open(open, "a,b,c,d,e", err, sizeof(err)), FM_EINVAL);
+    CHECK(strstr(err, "more than 4") != NULL);
+    CHECK_EQ(fm_rails_open(open, ",", err, sizeof(err)), FM_EINVAL);
+    CHECK_EQ(fm_rails_open(open, "lo,lo", err, sizeof(err)), FM_EINVAL);
+    CHECK(strstr(err, "same interface") != NULL);
+    CHECK_EQ(fm_rails_open(open, "no-such-if", err, sizeof(err)), FM_EUNREACH);
+    CHECK_EQ(fm_rails_open(open, "no-such-if,lo", err, sizeof(err)), 1);
+    CHECK_EQ(open[0].rail, 0);
+    CHECK(fm_rails_card(open, 1, card, sizeof(card)) > 0);
+    CHECK(strncmp(card, "127.0.0.1/8:", 12) == 0);
+    fm_rails_close(open, 1);
     return 0;
 }
