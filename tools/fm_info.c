@@ -90,10 +90,14 @@ int main(int argc, char **argv)
     char uerr[256];
     int nrails = rails ? fm_rails_open(rails, cfg.rails, uerr, sizeof(uerr)) : FM_ENOMEM;
     if (nrails > 0) {
+        char policy[32] = "";
+        for (size_t i = 0; i < fm_cfg_count; i++)
+            if (strcmp(fm_cfg_table[i].name, "FM_RAIL_POLICY") == 0)
+                fm_config_format(&fm_cfg_table[i], &cfg, policy, sizeof(policy));
         printf("  udp   reliable session over UDP between nodes: available on %d rail%s "
                "(FM_RAILS=%s, policy %s)%s\n",
                nrails, nrails > 1 ? "s" : "", cfg.rails,
-               fm_rail_policy_name((enum fm_rail_policy)cfg.rail_policy),
+               policy,
                (cfg.transports & FM_TRANSPORT_UDP) ? "" : " (disabled by FM_TRANSPORTS)");
         for (int r = 0; r < nrails; r++) {
             const struct fm_udp *u = &rails[r];

@@ -131,8 +131,10 @@ int fm_config_parse(const struct fm_cfg_var *var, const char *s, void *out, char
 void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
                       char *buf, size_t len);
 
-/* Indices of FM_BOOTSTRAP words and bits of FM_TRANSPORTS. */
+/* Indices of FM_BOOTSTRAP and FM_RAIL_STATUS words and bits of FM_TRANSPORTS.
+ * (FM_RAIL_POLICY's words are in the order of enum fm_rail_policy.) */
 enum { FM_BOOT_AUTO, FM_BOOT_PMI1, FM_BOOT_PMI2, FM_BOOT_PMIX, FM_BOOT_SINGLETON };
+enum { FM_RAIL_STATUS_ACK, FM_RAIL_STATUS_QUERY };
 enum { FM_TRANSPORT_SHM = 1 << 0, FM_TRANSPORT_UDP = 1 << 1 };
 
 #endif

@@ -68,7 +68,7 @@ struct sess_rail {
     uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
     uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
     uint8_t peer_busy;       /* the peer's receive queue on it is busy */
-    uint8_t ping_due;        /* probe it at the next output */
+    uint8_t ping_due;        /* a PING goes on it at the next output */
     uint8_t reply_due;       /* answer a probe that came on it, on it */
 };
 
@@ -96,7 +96,6 @@ struct fm_session {
     uint8_t ack_now;       /* send an ACK at the next output */
     uint8_t credit_due;    /* a receiving endpoint released bytes */
     uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
-    uint8_t ping_due;      /* ask the peer for an ACK now (it may owe us credit) */
     uint8_t bye_due, bye_sent, bye_received;
 
     /* transmit */
@@ -436,7 +435,7 @@ static void rails_check(struct fm_net *net, struct fm_session *s, uint64_t now)
         if (!sr->addr.sin_family)
             continue;
         if (!busy || !s->rails_watched || !sr->t_rx)
-            sr->t_rx = FM_MAX(sr->t_rx, now - FM_MIN(now, hb / 3)); /* a fresh start */
+            sr->t_rx = now; /* a fresh start */
         else if (sr->up && now - sr->t_rx > hb)
             rail_down(net, s, r, now);
         if (busy && now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
@@ -1134,7 +1133,7 @@ drop:
 }
 
 void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
-                        int refused)
+                        int refused, uint64_t now)
 {
     if (rail < 0 || rail >= net->p.nrails)
         return;
@@ -1145,7 +1144,7 @@ void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *
             a->sin_port != from->sin_port || s->state == S_GONE)
             continue;
         if (!refused && next_usable(net, s, rail) != rail)
-            rail_down(net, s, rail, fm_now_ns());
+            rail_down(net, s, rail, now);
         else
             session_gone(net, s, s->bye_sent ? FM_PEER_FINALIZED : FM_PEER_FAILED);
     }
@@ -1423,12 +1422,8 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     /* An acknowledgement of its own: for gaps, credits, or after enough. */
     if (s->t_ack_due == 1)
         s->t_ack_due = now + net->p.ack_delay_ns;
-    if (s->ping_due && n < max) {
-        hdr_init(net, s, &pkts[n++], FM_OP_PING);
-        net->nc[FM_NC_PINGS]++;
-        s->ping_due = 0;
-    }
-    /* Each rail's probes and their answers go on that rail. */
+    /* PINGs (rail probes, and requests for credit the peer may owe us) and
+     * the ACKs that answer the peer's go on their rail. */
     for (int r = 0; r < net->p.nrails && n < max; r++) {
         struct sess_rail *sr = &s->rail[r];
         if (sr->ping_due) {
@@ -1541,7 +1536,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
         for (uint32_t i = 0; i < s->nlive; i++) {
             struct fm_txflow *f = s->live[i];
             if (f->sent > __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE)) {
-                s->ping_due = 1;
+                s->rail[s->ctl_rail].ping_due = 1;
                 s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
                 mark_pending(net, s);
                 break;

@@ -36,7 +36,8 @@
 #define FM_NET_MAX_CREDITS 16           /* credits one ACK carries */
 #define FM_RAILS_MAX 4                  /* network links one process uses at once */
 
-/* How a session spreads its packets over the rails (seed 000, 2.3). */
+/* How a session spreads its packets over the rails (seed 000, 2.3); in the
+ * order of FM_RAIL_POLICY's words. */
 enum fm_rail_policy {
     FM_RAIL_DYNAMIC,        /* every rail, each packet on the least loaded free one */
     FM_RAIL_STATIC,         /* one rail per pair of processes, fixed at setup */
@@ -193,7 +194,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
  * listens there any more (the peer is gone); otherwise the rail cannot reach
  * it (the peer is gone only if that was its last rail). */
 void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
-                        int refused);
+                        int refused, uint64_t now);
 
 /* The link's receive queue on each rail (bit r: rail r is busy): told to
  * senders in acknowledgements, for their choice of rail. */

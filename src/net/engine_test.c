@@ -145,6 +145,18 @@ static void deliver_all(void)
     }
 }
 
+/* Both engines send and receive, n times, the clock advancing by step. */
+static void exchange(int n, uint64_t step)
+{
+    for (int i = 0; i < n; i++) {
+        pump_out(0, 1);
+        deliver_all();
+        pump_out(1, 1);
+        deliver_all();
+        now += step;
+    }
+}
+
 /* Reads every complete record of B's flows: checks the stream, releases. */
 static uint64_t consume(struct side *sd, uint64_t *got, uint64_t seed)
 {
@@ -271,13 +283,7 @@ static void test_rails(void)
      * every third of the 3 ms rail heartbeat. */
     fm_net_counters(sides[0].net, nc, dr);
     uint64_t pings = nc[FM_NC_PINGS];
-    for (int i = 0; i < 100; i++) {
-        pump_out(0, 1);
-        deliver_all();
-        pump_out(1, 1);
-        deliver_all();
-        now += 10000000;
-    }
+    exchange(100, 10000000);
     fm_net_counters(sides[0].net, nc, dr);
     CHECK(nc[FM_NC_PINGS] - pings <= 4);
     CHECK_EQ(nc[FM_NC_RAIL_DOWN], 0);
@@ -295,13 +301,7 @@ static void test_rails(void)
     fm_net_rail_counters(sides[0].net, tx);
     uint64_t rail1_before = tx[1];
     /* Back up: rail 1 is used again. */
-    for (int i = 0; i < 200; i++) {
-        pump_out(0, 1);
-        deliver_all();
-        pump_out(1, 1);
-        deliver_all();
-        now += 50000;
-    }
+    exchange(200, 50000);
     struct fm_txflow *f;
     CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
     unsigned char buf[1000] = {0};
@@ -361,12 +361,8 @@ static void test_bye(void)
     reset();
     stream(5000, 4);
     fm_net_bye(sides[0].net);
-    for (int i = 0; i < 10 && !sides[1].gone_state; i++) {
-        pump_out(0, 1);
-        deliver_all();
-        pump_out(1, 1);
-        deliver_all();
-    }
+    for (int i = 0; i < 10 && !sides[1].gone_state; i++)
+        exchange(1, 0);
     CHECK_EQ(sides[1].gone_state, FM_PEER_FINALIZED);
     CHECK_EQ(fm_net_unacked(sides[0].net), 0);
 }

@@ -529,7 +529,7 @@ int fm_netlink_start(fm_ctx *ctx, char *err, size_t errlen)
         .payload = min_payload(nl),
         .nrails = nl->nrails,
         .rail_policy = (enum fm_rail_policy)ctx->cfg.rail_policy,
-        .rail_query = ctx->cfg.rail_status == 1,
+        .rail_query = ctx->cfg.rail_status == FM_RAIL_STATUS_QUERY,
         .rail_heartbeat_ns = (uint64_t)ctx->cfg.rail_heartbeat_ms * 1000000u,
         .timeout_ns = (uint64_t)ctx->cfg.net_timeout_ms * 1000000u,
         .rto_min_ns = (uint64_t)ctx->cfg.net_rto_min_us * 1000u,

@@ -138,13 +138,3 @@ int fm_rails_match(const struct fm_udp *rails, int n, const char *card,
     }
     return matched;
 }
-
-const char *fm_rail_policy_name(enum fm_rail_policy p)
-{
-    switch (p) {
-    case FM_RAIL_DYNAMIC: return "dynamic";
-    case FM_RAIL_STATIC: return "static";
-    case FM_RAIL_UNIDIRECTIONAL: return "unidirectional";
-    }
-    return "?";
-}

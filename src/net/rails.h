@@ -35,7 +35,4 @@ int fm_rails_card(const struct fm_udp *rails, int n, char *buf, size_t len);
 int fm_rails_match(const struct fm_udp *rails, int n, const char *card,
                    struct sockaddr_in out[FM_RAILS_MAX]);
 
-/* "dynamic", "static" or "unidirectional" (FM_RAIL_POLICY's words). */
-const char *fm_rail_policy_name(enum fm_rail_policy p);
-
 #endif

@@ -308,7 +308,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
 /* ---- receiving ------------------------------------------------------------------ */
 
 /* Reads ICMP errors: each names the destination a packet could not reach. */
-static void drain_errors(struct fm_udp *u, struct fm_net *net)
+static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now)
 {
     for (int i = 0; i < 16; i++) {
         struct sockaddr_in to;
@@ -326,7 +326,7 @@ static void drain_errors(struct fm_udp *u, struct fm_net *net)
             if (ee.ee_origin == SO_EE_ORIGIN_ICMP &&
                 (ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
                  ee.ee_errno == ENETUNREACH))
-                fm_net_unreachable(net, u->rail, &to, ee.ee_errno == ECONNREFUSED);
+                fm_net_unreachable(net, u->rail, &to, ee.ee_errno == ECONNREFUSED, now);
         }
     }
 }
@@ -383,7 +383,7 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
             if (errno == EINTR)
                 continue;
             if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
-                drain_errors(u, net);
+                drain_errors(u, net, now);
                 continue;
             }
             break; /* EAGAIN: nothing more */
