@@ -80,6 +80,10 @@ else
   perf 1 "fmperf rails, 2 rails" "$(rails_spec 0 1)" rails "${rails_sizes[@]}"
 fi
 perf 1 "fmperf rails, 3 rails" "$(rails_spec 0 1 2)" rails "${rails_sizes[@]}"
+# An idle rank's CPU share with one and two rails (rails are not probed
+# while idle).
+perf 1 "idle, 1 rail" "$(rails_spec 0)" idle
+perf 1 "idle, 2 rails" "$(rails_spec 0 1)" idle
 # Seed 000's explicit rail status query against the piggybacked status.
 FM_RAIL_STATUS=query perf 1 "fmperf rails, 2 rails, status by query" "$(rails_spec 0 1)" rails \
   "${rails_sizes[@]}"
