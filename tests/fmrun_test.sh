@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fmrun as a user meets it: bad usage, missing programs, failing and killed
-# ranks, output tagging, CPU binding, and fmrun itself being killed.
+# ranks, output tagging, CPU binding, the PMI address ranks on --hosts are
+# given, and fmrun itself being killed.
 #   fmrun_test.sh FMRUN CONFORMANCE
 set -u
 FMRUN=$1
@@ -8,7 +9,8 @@ CONF=$2
 fails=0
 out=$(mktemp)
 err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+ns=fmrunNS$$
+trap 'rm -f "$out" "$err"; [ -e "/run/netns/$ns" ] && ip netns del "$ns"' EXIT
 
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 run() { "$@" >"$out" 2>"$err"; }
@@ -65,6 +67,47 @@ run "$FMRUN" -n 2 --bind-to none sh -c 'taskset -pc $$ | sed "s/.*: //"'
 run "$FMRUN" --keep-going -n 2 sh -c '[ "$PMI_RANK" = 1 ] && exit 5; exec "$0" pingpong' "$CONF"
 expect_status $? 5 "death before init"
 expect_err "bootstrap"
+
+# --hosts whose names are no addresses (namespaces, ssh aliases): the ranks
+# get an address of this machine, not loopback, which would refuse them.
+# The launcher starts them here, as a launcher would on the host.
+nohost=fmrun-no-such-host.invalid
+here="env FMRUN_HOST={host}"
+if command -v ip >/dev/null && ip -4 -o addr show up | grep -qv ' inet 127\.'; then
+  run "$FMRUN" --hosts $nohost --launcher "$here" -n 2 sh -c 'echo "${PMI_PORT%:*}"'
+  expect_status $? 0 "--hosts with a name that does not resolve"
+  addr=$(sort -u "$out")
+  case $addr in 127.* | "") fail "PMI_PORT names '$addr' for a host that does not resolve" ;; esac
+  ip -4 -o addr show | grep -q " inet $addr/" || fail "PMI_PORT names '$addr', not this machine"
+  run "$FMRUN" --hosts $nohost --launcher "$here" -n 2 "$CONF" pingpong
+  expect_status $? 0 "ranks reach fmrun's PMI at the address chosen for them"
+fi
+if unshare -rn true 2>/dev/null; then
+  # A machine with loopback only has nothing to offer: fmrun says so at once.
+  run unshare -rn "$FMRUN" --hosts $nohost --launcher "$here" -n 2 true
+  expect_status $? 1 "--hosts on a machine with loopback only"
+  expect_err "no IPv4 address but loopback: .* --pmi-addr"
+  # Ranks that cannot reach the PMI address (in a network namespace of their
+  # own here) fail in fm_init; fmrun says what to do.
+  run "$FMRUN" --hosts $nohost --launcher "unshare -rn $here" --pmi-addr 127.0.0.1 -n 2 \
+    "$CONF" pingpong
+  expect_status $? 1 "ranks that cannot reach the PMI address"
+  expect_err "rank [01] never connected to PMI_PORT=127.0.0.1:[0-9]*: .* --pmi-addr A"
+fi
+# Hosts that are network namespaces ('ip netns exec {host}'): fmrun's
+# address on the namespace's network, not merely its first one.
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$ns" 2>/dev/null; then
+  sub=10.$((250 + $$ % 5)).$(($$ % 250))
+  ip link add "fmrv$$" type veth peer name eth0 netns "$ns" &&
+    ip addr add "$sub.254/24" dev "fmrv$$" && ip link set "fmrv$$" up &&
+    ip -n "$ns" addr add "$sub.1/24" dev eth0 && ip -n "$ns" link set eth0 up &&
+    ip -n "$ns" link set lo up || fail "cannot set up the namespace $ns"
+  run "$FMRUN" --hosts "$ns" --launcher "ip netns exec {host}" -n 2 sh -c 'echo "${PMI_PORT%:*}"'
+  [ "$(sort -u "$out")" = "$sub.254" ] ||
+    fail "namespace host: PMI_PORT names '$(sort -u "$out")', not $sub.254 ($(head -c 300 "$err"))"
+  run "$FMRUN" --hosts "$ns" --launcher "ip netns exec {host}" -n 2 "$CONF" pingpong
+  expect_status $? 0 "ranks in a namespace reach fmrun's PMI"
+fi
 
 # fmrun killed: its ranks go too, and nothing is left in /dev/shm.
 shm_before=$(ls -A /dev/shm | sort)

@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sched.h>
@@ -78,8 +80,10 @@ static void usage(FILE *f)
             "      --launcher CMD  how to start a rank on a host; {host} is replaced\n"
             "                      (default '" DEFAULT_LAUNCHER "';\n"
             "                      e.g. 'ip netns exec {host}')\n"
-            "      --pmi-addr A    the address remote ranks reach fmrun by (default:\n"
-            "                      the one this machine routes to the first host from)\n"
+            "      --pmi-addr A    the address remote ranks reach fmrun by (default: the\n"
+            "                      source of the route to the hosts; for names that are\n"
+            "                      no address, as namespaces, this machine's address on\n"
+            "                      their network, else its first but loopback)\n"
             "      --init-timeout S  end the job when ranks wait S seconds in fm_init\n"
             "                      for ranks that never call it (default: only say so\n"
             "                      after %d s)\n"
@@ -378,27 +382,152 @@ static void child(const struct opts *o, int rank, const char *host, int pmi_fd, 
     _exit(127);
 }
 
+/* A network this machine or a host is on: an IPv4 address and its mask. */
+struct net {
+    struct in_addr addr, mask;
+};
+
+#define NETS_MAX 64
+
+/* The networks of the interfaces that are up in this network namespace, but
+ * loopback: those a rank elsewhere may reach it on. */
+static int local_nets(struct net *nets, int max)
+{
+    struct ifaddrs *ifs;
+    int n = 0;
+    if (getifaddrs(&ifs) < 0)
+        return 0;
+    for (struct ifaddrs *i = ifs; i && n < max; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && i->ifa_netmask &&
+            (i->ifa_flags & (IFF_UP | IFF_LOOPBACK)) == IFF_UP)
+            nets[n++] = (struct net){((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+                                     ((struct sockaddr_in *)i->ifa_netmask)->sin_addr};
+    freeifaddrs(ifs);
+    return n;
+}
+
 /*
- * The address a rank on `host` reaches this machine by: the source address
- * of the route to it, or else this machine's name, as hydra does.
+ * The networks of the network namespace `name` as 'ip netns' keeps it
+ * (/run/netns/NAME), for launchers whose hosts are namespaces: a child
+ * enters it and lists them. 0 when there is no such namespace or fmrun may
+ * not enter it.
  */
-static void default_pmi_addr(const char *host, char *buf, size_t len)
+static int netns_nets(const char *name, struct net *nets, int max)
+{
+    char path[PATH_MAX];
+    int p[2];
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        close(fd);
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setns(fd, CLONE_NEWNET) == 0) {
+            ssize_t w = write(p[1], nets, sizeof(*nets) * (size_t)local_nets(nets, max));
+            (void)w;
+        }
+        _exit(0);
+    }
+    close(fd);
+    close(p[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (pid > 0 && (r = read(p[0], (char *)nets + got, sizeof(*nets) * (size_t)max - got)) > 0)
+        got += (size_t)r;
+    close(p[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return (int)(got / sizeof(*nets));
+}
+
+/* The source address of this machine's route to host; -1 when the name
+ * does not resolve or no route leads there. */
+static int route_source(const char *host, struct in_addr *src)
 {
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res;
-    if (getaddrinfo(host, "9", &hints, &res) == 0) {
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in me;
-        socklen_t sl = sizeof(me);
-        int ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
-                 getsockname(fd, (struct sockaddr *)&me, &sl) == 0;
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        if (ok && inet_ntop(AF_INET, &me.sin_addr, buf, (socklen_t)len))
-            return;
+    if (getaddrinfo(host, "9", &hints, &res) != 0)
+        return -1;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in me;
+    socklen_t sl = sizeof(me);
+    int ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+             getsockname(fd, (struct sockaddr *)&me, &sl) == 0;
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    if (!ok)
+        return -1;
+    *src = me.sin_addr;
+    return 0;
+}
+
+/*
+ * The address ranks on the hosts reach fmrun's PMI by, when --pmi-addr does
+ * not say. A host name that resolves says where its ranks run: the address
+ * is the source of the route to it, as hydra takes it, or loopback when ssh
+ * (or rsh) is given a name of this machine. A name that does not resolve,
+ * or resolves to loopback under another launcher (which need not use it as
+ * an address: 'ip netns exec {host}'), says nothing, and loopback would
+ * refuse the rank: then fmrun takes its address on a network of the host
+ * when the host is a network namespace, or else its first address that is
+ * not loopback. The first host other than this machine decides (one lookup
+ * for most lists). Returns 0, or -1 with the reason in err.
+ */
+static int default_pmi_addr(const struct opts *o, char *buf, size_t len, char *err,
+                            size_t errlen)
+{
+    struct net mine[NETS_MAX], theirs[NETS_MAX];
+    int nmine = local_nets(mine, NETS_MAX);
+    const char *unsettled = NULL; /* a host whose name said nothing */
+    for (int h = 0; h < o->nhosts; h++) {
+        struct in_addr src;
+        int routed = route_source(o->hosts[h], &src) == 0;
+        if (routed && ntohl(src.s_addr) >> 24 != 127) {
+            inet_ntop(AF_INET, &src, buf, (socklen_t)len);
+            return 0;
+        }
+        if (routed && launcher_uses_shell(o->launcher))
+            continue; /* ssh to this machine: loopback reaches it */
+        int n = netns_nets(o->hosts[h], theirs, NETS_MAX);
+        for (int t = 0; t < n; t++)
+            for (int m = 0; m < nmine; m++)
+                if (((mine[m].addr.s_addr ^ theirs[t].addr.s_addr) & mine[m].mask.s_addr) == 0) {
+                    inet_ntop(AF_INET, &mine[m].addr, buf, (socklen_t)len);
+                    return 0;
+                }
+        unsettled = o->hosts[h];
+        break;
     }
-    if (gethostname(buf, len) != 0)
-        snprintf(buf, len, "localhost");
+    if (unsettled && nmine == 0) {
+        snprintf(err, errlen,
+                 "'%s' resolves to no address of another host and this machine has no IPv4 "
+                 "address but loopback: give the address its ranks reach fmrun by with "
+                 "--pmi-addr", unsettled);
+        return -1;
+    }
+    if (unsettled)
+        inet_ntop(AF_INET, &mine[0].addr, buf, (socklen_t)len);
+    else
+        snprintf(buf, len, "127.0.0.1");
+    return 0;
+}
+
+/* This machine's addresses but loopback, for a message: "a, b, c". */
+static void list_addrs(char *buf, size_t len)
+{
+    struct net nets[NETS_MAX];
+    int n = local_nets(nets, NETS_MAX);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at + INET_ADDRSTRLEN + 2 < len; i++) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &nets[i].addr, ip, sizeof(ip));
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", ip);
+    }
 }
 
 static void describe_status(char *buf, size_t len, int status)
@@ -551,9 +680,21 @@ static void rank_exited(struct job *j, int i, int st, long long now)
     fprintf(stderr, "%s: rank %d (pid %d) %s%s\n", prog_name, i, (int)r->pid, why,
             joined ? "" : " before it joined the job (no PMI init)");
     /* ssh says 255 when it cannot reach the host or log in. */
-    if (!joined && j->o->nhosts && WIFEXITED(st) && WEXITSTATUS(st) == 255)
+    if (!joined && j->o->nhosts && WIFEXITED(st) && WEXITSTATUS(st) == 255) {
         fprintf(stderr, "%s: the launcher '%s' failed for rank %d: is its host reachable?\n",
                 prog_name, j->o->launcher, i);
+    } else if (!j->attached[i] && j->o->nhosts && j->first_fail < 0 && WIFEXITED(st) &&
+               WEXITSTATUS(st) != 126 && WEXITSTATUS(st) != 127) {
+        /* It ran (126 and 127 are the remote shell's "cannot run") and gave
+         * up before its PMI connection arrived: most often refused or
+         * unreachable, as PMI_PORT names no address its host can reach.
+         * Said once: the other ranks of such a job fail alike. */
+        char addrs[256];
+        list_addrs(addrs, sizeof(addrs));
+        fprintf(stderr, "%s: rank %d never connected to PMI_PORT=%s: if its host cannot reach "
+                        "that address, give fmrun one it can with --pmi-addr A (this machine "
+                        "has %s)\n", prog_name, i, j->o->pmi_port, addrs[0] ? addrs : "none");
+    }
     if (j->first_fail >= 0)
         return;
     j->first_fail = i;
@@ -748,9 +889,12 @@ int main(int argc, char **argv)
         return 1;
     }
     if (o.nhosts) {
-        char addr[256];
+        char addr[INET_ADDRSTRLEN];
         if (!o.pmi_addr) {
-            default_pmi_addr(o.hosts[0], addr, sizeof(addr));
+            if (default_pmi_addr(&o, addr, sizeof(addr), err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s: %s\n", prog_name, err);
+                return 1;
+            }
             o.pmi_addr = addr;
         }
         j.listen = pmi_listen_open(o.pmi_addr, o.n, o.pmi_port, sizeof(o.pmi_port), err,
