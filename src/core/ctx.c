@@ -246,6 +246,18 @@ void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state)
     }
 }
 
+void fm_core_peer_gone(fm_ctx *ctx, int rank, int state)
+{
+    pthread_mutex_lock(&ctx->lock);
+    fm_ctx_peer_gone(ctx, rank, state);
+    /* Any endpoint may be waiting for this rank's messages; under the lock,
+     * none of them can be freed meanwhile. */
+    for (int s = 0; s < ctx->cfg.ep_max; s++)
+        if (ctx->eps[s])
+            fm_core_wake(ctx->eps[s]);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 void fm_ctx_check_peers(fm_ctx *ctx, int force)
 {
     uint64_t now = fm_now_coarse_ns();

@@ -8,6 +8,7 @@
 
 #include "boot/boot.h"
 #include "config.h"
+#include "core_api.h"
 #include "fastmsg.h"
 #include "link.h"
 #include "shm/board.h"
@@ -123,10 +124,10 @@ struct fm_ep {
     struct fm_rx **active; /* rings with a sender, polled round-robin */
     int nactive, active_cap;
     int next;              /* where the next poll starts */
-    struct fm_rx **net_rx; /* network rings of this endpoint (owned; grown under the
-                              net lock, count published last) */
-    int nnet_rx, net_rx_cap;
-    int net_adopted;       /* of those, already in active */
+    struct fm_rx **attached; /* rings links attached (fm_core_attach_rx): owned, changed
+                                under ctx->lock, count published last */
+    int nattached, attached_cap;
+    int nadopted;          /* of those, already in active */
     uint32_t nclaimed_seen;
     struct fm_held *held;  /* FIFO of messages read but not released */
     size_t held_cap, held_head, nheld;

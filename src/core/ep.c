@@ -18,13 +18,19 @@
 
 /* ---- opening and closing ------------------------------------------------ */
 
+/* Frees an endpoint nothing names any more: unpublished, and every link's
+ * ep_close has run (core_api.h), so no other thread can reach it. */
 static void ep_free(fm_ep *ep)
 {
     if (ep->epfd >= 0)
         close(ep->epfd);
-    for (int i = 0; i < ep->nnet_rx; i++)
-        free(ep->net_rx[i]);
-    free(ep->net_rx);
+    if (ep->bell_rd >= 0) {
+        close(ep->bell_rd);
+        close(ep->bell_wr);
+    }
+    for (int i = 0; i < ep->nattached; i++)
+        free(ep->attached[i]);
+    free(ep->attached);
     for (size_t i = 0; i < ep->routes_cap; i++)
         free(ep->routes[i]);
     free(ep->routes);
@@ -93,19 +99,106 @@ out_unlock:
     return rc;
 }
 
+/*
+ * One owner for an endpoint's lifetime (core_api.h): unpublish it under
+ * ctx->lock first, so that no link can attach a ring to it any more, then
+ * let each link forget it, then free it.
+ */
 int fm_ep_close(fm_ep *ep)
 {
     if (!ep)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
-    if (ctx->net)
-        fm_netlink_ep_closed(ep);
     pthread_mutex_lock(&ctx->lock);
     ctx->eps[ep->slot] = NULL;
     fm_shm_ep_close(ep);
     pthread_mutex_unlock(&ctx->lock);
+    if (ctx->net)
+        fm_netlink_ep_closed(ep);
     ep_free(ep);
     return 0;
+}
+
+/* ---- the core API of links (core_api.h) ----------------------------------- */
+
+fm_ep *fm_core_attach_rx(fm_ctx *ctx, uint32_t channel, struct fm_rx *rx)
+{
+    fm_ep *ep = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    for (int s = 0; s < ctx->cfg.ep_max && !ep; s++)
+        if (ctx->eps[s] && ctx->eps[s]->channel == channel)
+            ep = ctx->eps[s];
+    if (ep && ep->nattached == ep->attached_cap) {
+        int cap = ep->attached_cap ? ep->attached_cap * 2 : 8;
+        struct fm_rx **a = realloc(ep->attached, sizeof(*a) * (size_t)cap);
+        if (a) {
+            ep->attached = a;
+            ep->attached_cap = cap;
+        } else {
+            fm_error("core", "out of memory: a ring to channel %u is not attached", channel);
+            ep = NULL;
+        }
+    }
+    if (ep) {
+        ep->attached[ep->nattached] = rx;
+        __atomic_store_n(&ep->nattached, ep->nattached + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ep;
+}
+
+void fm_core_wake(fm_ep *ep)
+{
+    /* Pairs with the fence fm_wait makes between setting `sleeping` and
+     * looking at the rings once more. */
+    fm_fence_fast(ep->ctx);
+    if (!__atomic_load_n(&ep->dir->sleeping, __ATOMIC_RELAXED))
+        return;
+    /* Made before `sleeping` is first set, closed only by ep_free. A full
+     * pipe already holds a wake-up: EAGAIN is fine. */
+    int fd = __atomic_load_n(&ep->bell_wr, __ATOMIC_ACQUIRE);
+    if (fd >= 0) {
+        ssize_t n = write(fd, "", 1);
+        (void)n;
+    }
+}
+
+/* Rings attached since the last call join ep's polling. */
+static void adopt_attached(fm_ep *ep)
+{
+    fm_ctx *ctx = ep->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    int want = ep->nactive + (ep->nattached - ep->nadopted);
+    if (want > ep->active_cap) {
+        struct fm_rx **a = realloc(ep->active, sizeof(*a) * (size_t)want);
+        if (!a) {
+            pthread_mutex_unlock(&ctx->lock);
+            return; /* tried again at the next poll */
+        }
+        ep->active = a;
+        ep->active_cap = want;
+    }
+    while (ep->nadopted < ep->nattached)
+        ep->active[ep->nactive++] = ep->attached[ep->nadopted++];
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* An attached ring whose flow ended and was read to its end leaves. */
+static void detach(fm_ep *ep, struct fm_rx *rx)
+{
+    fm_ctx *ctx = ep->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    /* rx is among the adopted ones, [0, nadopted): the last adopted one
+     * takes its place and the last attached one that, so that both parts
+     * stay whole. */
+    for (int i = 0; i < ep->nadopted; i++)
+        if (ep->attached[i] == rx) {
+            ep->attached[i] = ep->attached[--ep->nadopted];
+            ep->attached[ep->nadopted] = ep->attached[--ep->nattached];
+            break;
+        }
+    pthread_mutex_unlock(&ctx->lock);
+    free(rx);
 }
 
 fm_addr fm_ep_addr(const fm_ep *ep)
@@ -452,8 +545,8 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
 {
     if (fm_unlikely(__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen))
         fm_shm_refresh_rx(ep);
-    if (fm_unlikely(ep->net_adopted != __atomic_load_n(&ep->nnet_rx, __ATOMIC_ACQUIRE)))
-        fm_netlink_adopt(ep);
+    if (fm_unlikely(ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE)))
+        adopt_attached(ep);
     int n = ep->nactive;
     for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
         struct fm_rx *rx = ep->active[idx];
@@ -463,7 +556,9 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
             return len;
         }
         /* A network flow that ended and is read to its end goes away. */
-        if (fm_unlikely(rx->net && rx->net->ended) && fm_netlink_retire(ep, rx)) {
+        if (fm_unlikely(rx->net && __atomic_load_n(&rx->net->ended, __ATOMIC_ACQUIRE)) &&
+            fm_netlink_retire(ep, rx)) {
+            detach(ep, rx);
             ep->active[idx] = ep->active[--ep->nactive];
             n--;
             ep->next = 0;
@@ -516,7 +611,7 @@ int fm_recv_done(fm_ep *ep)
 int fm_ep_ready(fm_ep *ep)
 {
     if (__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen ||
-        ep->net_adopted != __atomic_load_n(&ep->nnet_rx, __ATOMIC_ACQUIRE) ||
+        ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE) ||
         ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE))
         return 1;
     for (int i = 0; i < ep->nactive; i++) {

@@ -532,8 +532,19 @@ static void txflow_done(struct fm_session *s, struct fm_txflow *f)
         txflow_free(s, f);
         return;
     }
+    if (f->pinned)
+        return; /* the endpoint builds a message in it: freed when unpinned */
     ring_free(s->net, f->ring.data);
     f->ring.data = NULL;
+}
+
+void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on)
+{
+    f->pinned = (uint8_t)on;
+    if (!on && f->done) {
+        ring_free(net, f->ring.data);
+        f->ring.data = NULL;
+    }
 }
 
 void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f)
@@ -904,7 +915,7 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
             return FM_DROP_FLOW;
         struct fm_rxflow *f = s->rxf[e.flow];
         s->rxf[e.flow] = NULL; /* the core owns it from here */
-        f->ended = 1;
+        __atomic_store_n(&f->ended, 1, __ATOMIC_RELEASE); /* read by the endpoint */
         net->p.up.flow_end(net->p.up.core, f);
         return FM_DROP_NONE;
     }

@@ -65,6 +65,7 @@ struct fm_txflow {
     uint8_t ending;          /* its endpoint closed or the receiver stopped it */
     uint8_t end_sent;        /* FLOW_END has a sequence number: end_seq */
     uint8_t done;            /* ended and acknowledged: freed when refs drops to 0 */
+    uint8_t pinned;          /* an fm_send_prepare grant points into the ring */
     uint32_t end_seq;
     uint32_t live_idx;       /* its place among the session's live flows */
     int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */
@@ -184,6 +185,9 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
                 struct fm_txflow **out);
 /* A route lets go of f; the flow is freed once it also ended. */
 void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f);
+/* The sending endpoint holds (on) or let go of (off) a grant in f's ring:
+ * an ended flow keeps its ring while it is pinned. */
+void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on);
 
 /* Handles one datagram received on local rail `rail`; returns the drop
  * reason or FM_DROP_NONE. */

@@ -128,79 +128,47 @@ static void *progress_thread(void *arg)
 
 /* ---- upcalls from the engine (net lock held) ---------------------------------- */
 
-/* Gives a network ring to its endpoint: it is polled from the next fm_recv. */
-static void attach(fm_ctx *ctx, fm_ep *ep, struct fm_rxflow *f, int src_rank)
+/* Offers a flow's ring to the endpoint open on its channel; without one,
+ * the flow is parked until the channel opens, like a ULFM port's
+ * unexpected messages. */
+static void offer(fm_ctx *ctx, struct fm_rxflow *f)
 {
-    (void)ctx;
-    if (ep->nnet_rx == ep->net_rx_cap) {
-        int cap = ep->net_rx_cap ? ep->net_rx_cap * 2 : 8;
-        struct fm_rx **a = realloc(ep->net_rx, sizeof(*a) * (size_t)cap);
-        if (!a) {
-            fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
-            return;
-        }
-        ep->net_rx = a;
-        ep->net_rx_cap = cap;
-    }
-    struct fm_rx *rx = calloc(1, sizeof(*rx));
-    if (!rx) {
-        fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
-        return;
-    }
-    rx->ring = f->ring;
-    rx->net = f;
-    rx->src = fm_addr_make(src_rank, f->src_channel);
-    f->owner = ep;
-    ep->net_rx[ep->nnet_rx] = rx;
-    __atomic_store_n(&ep->nnet_rx, ep->nnet_rx + 1, __ATOMIC_RELEASE);
-}
-
-static fm_ep *endpoint_of(fm_ctx *ctx, uint32_t channel)
-{
-    for (int s = 0; s < ctx->cfg.ep_max; s++)
-        if (ctx->eps[s] && ctx->eps[s]->channel == channel)
-            return ctx->eps[s];
-    return NULL;
-}
-
-/* Wakes the endpoint if it sleeps in fm_wait (another thread's progress
- * filled its ring). */
-static void wake(fm_ctx *ctx, fm_ep *ep)
-{
-    fm_fence_fast(ctx);
-    if (__atomic_load_n(&ep->dir->sleeping, __ATOMIC_RELAXED))
-        fm_shm_ring_bell(ctx, ctx->my_proc, ep->slot);
-}
-
-static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
-{
-    fm_ctx *ctx = core;
     struct fm_netlink *nl = ctx->net;
-    pthread_mutex_lock(&ctx->lock);
-    fm_ep *ep = endpoint_of(ctx, f->dst_channel);
-    pthread_mutex_unlock(&ctx->lock);
-    if (ep) {
-        attach(ctx, ep, f, src_rank);
-        return;
+    struct fm_rx *rx = calloc(1, sizeof(*rx));
+    if (rx) {
+        rx->ring = f->ring;
+        rx->net = f;
+        rx->src = fm_addr_make(f->src_rank, f->src_channel);
+        f->owner = fm_core_attach_rx(ctx, f->dst_channel, rx);
+        if (f->owner)
+            return;
+        free(rx);
     }
-    /* Held until the channel opens, like a ULFM port's unexpected messages. */
-    f->owner = NULL;
     if (nl->nparked == nl->parked_cap) {
         int cap = nl->parked_cap ? nl->parked_cap * 2 : 8;
         struct fm_rxflow **a = realloc(nl->parked, sizeof(*a) * (size_t)cap);
-        if (!a)
+        if (!a) {
+            fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
+            fm_net_orphan(nl->engine, f);
             return;
+        }
         nl->parked = a;
         nl->parked_cap = cap;
     }
     nl->parked[nl->nparked++] = f;
-    fm_debug("net", "a flow from rank %d waits for channel %u to open", src_rank,
+    fm_debug("net", "a flow from rank %d waits for channel %u to open", f->src_rank,
              f->dst_channel);
+}
+
+static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
+{
+    (void)src_rank; /* f->src_rank */
+    offer(core, f);
 }
 
 static void up_flow_end(void *core, struct fm_rxflow *f)
 {
-    fm_ctx *ctx = core;
+    (void)core;
     if (f->orphan) {
         fm_net_rxflow_free(f); /* nobody reads it */
         return;
@@ -208,25 +176,19 @@ static void up_flow_end(void *core, struct fm_rxflow *f)
     /* Read to its end by its endpoint (or the one that adopts it from the
      * parked list), then freed there. */
     if (f->owner)
-        wake(ctx, f->owner);
+        fm_core_wake(f->owner);
 }
 
 static void up_delivered(void *core, struct fm_rxflow *f)
 {
+    (void)core;
     if (f->owner)
-        wake(core, f->owner);
+        fm_core_wake(f->owner);
 }
 
 static void up_peer_gone(void *core, int rank, int state)
 {
-    fm_ctx *ctx = core;
-    pthread_mutex_lock(&ctx->lock);
-    fm_ctx_peer_gone(ctx, rank, state);
-    pthread_mutex_unlock(&ctx->lock);
-    /* Any endpoint may be waiting for this rank's messages. */
-    for (int s = 0; s < ctx->cfg.ep_max; s++)
-        if (ctx->eps[s])
-            wake(ctx, ctx->eps[s]);
+    fm_core_peer_gone(core, rank, state);
 }
 
 static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
@@ -273,15 +235,15 @@ void fm_netlink_ep_opened(fm_ep *ep)
     fm_ctx *ctx = ep->ctx;
     struct fm_netlink *nl = ctx->net;
     pthread_mutex_lock(&nl->lock);
-    int keep = 0;
-    for (int i = 0; i < nl->nparked; i++) {
-        struct fm_rxflow *f = nl->parked[i];
-        if (f->dst_channel == ep->channel)
-            attach(ctx, ep, f, f->src_rank);
-        else
-            nl->parked[keep++] = f;
-    }
-    nl->nparked = keep;
+    int n = nl->nparked;
+    struct fm_rxflow **parked = nl->parked;
+    /* offer() may park a flow again (the endpoint closed meanwhile on
+     * another thread): start from an empty list. */
+    nl->parked = NULL;
+    nl->nparked = nl->parked_cap = 0;
+    for (int i = 0; i < n; i++)
+        offer(ctx, parked[i]);
+    free(parked);
     pthread_mutex_unlock(&nl->lock);
 }
 
@@ -289,9 +251,10 @@ void fm_netlink_ep_closed(fm_ep *ep)
 {
     struct fm_netlink *nl = ep->ctx->net;
     pthread_mutex_lock(&nl->lock);
-    /* Flows it received: the senders are told to stop; ended ones are ours. */
-    for (int i = 0; i < ep->nnet_rx; i++) {
-        struct fm_rxflow *f = ep->net_rx[i]->net;
+    /* Flows it received: the senders are told to stop; ended ones are ours.
+     * The endpoint is unpublished, so the list no longer grows. */
+    for (int i = 0; i < ep->nattached; i++) {
+        struct fm_rxflow *f = ep->attached[i]->net;
         if (f->ended)
             fm_net_rxflow_free(f);
         else
@@ -325,39 +288,14 @@ static void net_drop(fm_ep *ep, struct fm_route *rt)
 int fm_netlink_retire(fm_ep *ep, struct fm_rx *rx)
 {
     struct fm_rxflow *f = rx->net;
-    if (!f->ended || fm_ring_peek(&rx->ring, rx->rd) || rx->nheld)
+    if (!__atomic_load_n(&f->ended, __ATOMIC_ACQUIRE) || fm_ring_peek(&rx->ring, rx->rd) ||
+        rx->nheld)
         return 0;
     struct fm_netlink *nl = ep->ctx->net;
     pthread_mutex_lock(&nl->lock);
-    for (int i = 0; i < ep->nnet_rx; i++)
-        if (ep->net_rx[i] == rx) {
-            ep->net_rx[i] = ep->net_rx[--ep->nnet_rx];
-            ep->net_adopted--;
-            break;
-        }
     fm_net_rxflow_free(f); /* its ring goes back to the engine's spares */
     pthread_mutex_unlock(&nl->lock);
-    free(rx);
     return 1;
-}
-
-void fm_netlink_adopt(fm_ep *ep)
-{
-    struct fm_netlink *nl = ep->ctx->net;
-    pthread_mutex_lock(&nl->lock);
-    int want = ep->nactive + (ep->nnet_rx - ep->net_adopted);
-    if (want > ep->active_cap) {
-        struct fm_rx **a = realloc(ep->active, sizeof(*a) * (size_t)want);
-        if (!a) {
-            pthread_mutex_unlock(&nl->lock);
-            return; /* tried again at the next poll */
-        }
-        ep->active = a;
-        ep->active_cap = want;
-    }
-    while (ep->net_adopted < ep->nnet_rx)
-        ep->active[ep->nactive++] = ep->net_rx[ep->net_adopted++];
-    pthread_mutex_unlock(&nl->lock);
 }
 
 void fm_netlink_released(fm_ctx *ctx, struct fm_rx *rx)
@@ -373,39 +311,67 @@ void fm_netlink_released(fm_ctx *ctx, struct fm_rx *rx)
 
 static size_t net_max_msg(const fm_ep *ep) { return (size_t)ep->ctx->cfg.net_ring_size / 4; }
 
-/* Hands new records to the engine and lets what can go, go. */
-static void kick(fm_ctx *ctx, struct fm_txflow *f)
+/*
+ * The engine may end a flow at any time from another thread (its receiver
+ * closed, FLOW_STOP) and then frees its ring: a route checked before that is
+ * stale. So the ring is written under the net lock, after looking at the
+ * flow's generation once more; a stale route answers FM_EAGAIN, and the
+ * core resolves it again at the next try (fm_ep_ready sees it invalid).
+ */
+static int route_current(const struct fm_route *rt)
 {
-    struct fm_netlink *nl = ctx->net;
-    pthread_mutex_lock(&nl->lock);
+    return __atomic_load_n(rt->gen_word, __ATOMIC_ACQUIRE) == rt->gen;
+}
+
+/* Hands new records to the engine and lets what can go, go (net lock held). */
+static void kick(struct fm_netlink *nl, struct fm_txflow *f)
+{
     fm_net_kick(nl->engine, f);
     output(nl, 0, fm_now_ns());
-    pthread_mutex_unlock(&nl->lock);
 }
 
 static ssize_t net_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
                         size_t total)
 {
-    int64_t n = fm_ring_take(&rt->ring, total, net_max_msg(ep));
-    if (n < 0)
-        return FM_EAGAIN;
-    fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
-    fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
-    kick(ep->ctx, rt->flow);
-    return (ssize_t)n;
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    int64_t n = route_current(rt) ? fm_ring_take(&rt->ring, total, net_max_msg(ep)) : -1;
+    if (n >= 0) {
+        fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
+        fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
+        kick(nl, rt->flow);
+    }
+    pthread_mutex_unlock(&nl->lock);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
 }
 
+/* A grant pins the ring until its commit (or the route lets go of the
+ * flow): the caller writes into it without the lock. */
 static ssize_t net_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
 {
-    int64_t n = fm_ring_take_grant(&rt->ring, len, net_max_msg(ep), buf);
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    int64_t n = route_current(rt) ? fm_ring_take_grant(&rt->ring, len, net_max_msg(ep), buf)
+                                  : -1;
+    if (n >= 0)
+        fm_net_flow_pin(nl->engine, rt->flow, 1);
+    pthread_mutex_unlock(&nl->lock);
     return n < 0 ? FM_EAGAIN : (ssize_t)n;
 }
 
 static void net_commit(fm_ep *ep, struct fm_route *rt, size_t len)
 {
-    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
-    fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
-    kick(ep->ctx, rt->flow);
+    struct fm_netlink *nl = ep->ctx->net;
+    pthread_mutex_lock(&nl->lock);
+    /* A flow that ended meanwhile has no receiver: the message is dropped,
+     * as what comes for a closed endpoint is. */
+    if (route_current(rt)) {
+        fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+        fm_txflow_wrote(rt->flow, fm_now_ns(), (uint64_t)ep->ctx->cfg.net_gather_us * 1000u);
+        kick(nl, rt->flow);
+    }
+    fm_net_flow_pin(nl->engine, rt->flow, 0);
+    pthread_mutex_unlock(&nl->lock);
 }
 
 const struct fm_link fm_net_link = {
@@ -424,18 +390,19 @@ int fm_netlink_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *r
     struct fm_txflow *f;
     pthread_mutex_lock(&nl->lock);
     int rc = fm_net_flow(nl->engine, rank, ep->channel, channel, &f);
+    if (!rc) {
+        /* Under the lock: the engine may end the flow as soon as it is let go. */
+        rt->dst = fm_addr_make(rank, channel);
+        rt->link = &fm_net_link;
+        rt->flow = f;
+        rt->gen_word = &f->gen;
+        rt->gen = f->gen;
+        rt->dir = NULL;
+        rt->ring = f->ring;
+        rt->need_src = 0;
+    }
     pthread_mutex_unlock(&nl->lock);
-    if (rc)
-        return rc;
-    rt->dst = fm_addr_make(rank, channel);
-    rt->link = &fm_net_link;
-    rt->flow = f;
-    rt->gen_word = &f->gen;
-    rt->gen = f->gen;
-    rt->dir = NULL;
-    rt->ring = f->ring;
-    rt->need_src = 0;
-    return 0;
+    return rc;
 }
 
 /* ---- setup --------------------------------------------------------------------- */

@@ -45,10 +45,8 @@ void fm_netlink_released(fm_ctx *ctx, struct fm_rx *rx);
 void fm_netlink_ep_opened(fm_ep *ep);
 /* The endpoint's flows stop being read: what arrives is discarded. */
 void fm_netlink_ep_closed(fm_ep *ep);
-/* Takes network rings that arrived since the last call into ep's polling. */
-void fm_netlink_adopt(fm_ep *ep);
-/* Frees rx if its flow ended and everything in it was read and released;
- * returns 1 then (the caller drops it from its polling). */
+/* Frees rx's flow if it ended and everything in it was read and released;
+ * returns 1 then (the caller detaches and frees rx). */
 int fm_netlink_retire(fm_ep *ep, struct fm_rx *rx);
 
 /* Engine counters and drops by reason, for FM_STATS and the tests. */

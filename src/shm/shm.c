@@ -274,7 +274,7 @@ int fm_shm_ep_bell(fm_ep *ep)
     }
     fstat(fds[1], &st);
     ep->bell_rd = fds[0];
-    ep->bell_wr = fds[1];
+    __atomic_store_n(&ep->bell_wr, fds[1], __ATOMIC_RELEASE); /* read by fm_core_wake */
     struct fm_seg_ep *d = ep->dir;
     d->bell_ino = (uint64_t)st.st_ino;
     /* Published before `sleeping` is ever set, which senders read first. */
@@ -295,11 +295,8 @@ void fm_shm_ep_close(fm_ep *ep)
                   seg_off(h, fm_seg_ctl(h, ep->slot, 0)), (off_t)h->area_size);
         ctx->area_ready[ep->slot] = 0;
     }
-    if (ep->bell_rd >= 0) {
-        close(ep->bell_rd);
-        close(ep->bell_wr);
-    }
-    ep->bell_rd = ep->bell_wr = -1;
+    /* The doorbell stays until the endpoint is freed: a link's thread may
+     * still ring it until the link has let go of the endpoint. */
 }
 
 /* Slot of the open endpoint on `channel` in a directory, its generation in
