@@ -9,7 +9,7 @@
  * uses a packet socket; without it, replays are crafted instead).
  */
 #include "core/ctx.h"
-#include "net/netlink.h"
+#include "net/udp_link.h"
 #include "net/wire.h"
 #include "testing/fmtest.h"
 
@@ -195,7 +195,8 @@ int main(void)
     ctx = fmt_init();
     fm_ep *ep, *done;
     CHECK_EQ(fm_size(ctx), 3);
-    CHECK(ctx->net != NULL); /* run with FM_TRANSPORTS=udp */
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    CHECK_RC(fm_udp_link_counters(ctx, nc, dr), 0); /* run with FM_TRANSPORTS=udp */
     CHECK_RC(fm_ep_open(ctx, CH, &ep), 0);
     CHECK_RC(fm_ep_open(ctx, CH_DONE, &done), 0);
     int rank = fm_rank(ctx);
@@ -225,10 +226,9 @@ int main(void)
                 usleep(2000);
         }
         /* Let every kind of bad datagram arrive at least once. */
-        uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
         for (int tries = 0; tries < 500; tries++) {
             fm_progress(ctx);
-            fm_netlink_counters(ctx, nc, dr);
+            fm_udp_link_counters(ctx, nc, dr);
             if (dr[FM_DROP_SHORT] && dr[FM_DROP_CRC] && dr[FM_DROP_FOREIGN] && dr[FM_DROP_AUTH] &&
                 dr[FM_DROP_OPCODE] && dr[FM_DROP_DUPLICATE] + dr[FM_DROP_STALE] + dr[FM_DROP_WINDOW])
                 break;

@@ -3,8 +3,6 @@
 #include "ctx.h"
 
 #include "log.h"
-#include "net/netlink.h"
-#include "shm/shm.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -79,35 +77,12 @@ void fm_fence_slow(const fm_ctx *ctx)
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-static int find_local_procs(fm_ctx *ctx, char *err, size_t errlen)
+/* The node of every rank: from the launcher, or by comparing kernel ids. */
+static int find_nodes(fm_ctx *ctx, char *err, size_t errlen)
 {
-    if (!ctx->boot.node_of) {
-        int rc = nodes_from_cards(ctx, err, errlen);
-        if (rc)
-            return rc;
-    }
-    int me = ctx->boot.node_of[ctx->rank];
-    ctx->nprocs = 0;
-    for (int r = 0; r < ctx->size; r++)
-        if (ctx->boot.node_of[r] == me)
-            ctx->nprocs++;
-    ctx->procs = calloc((size_t)ctx->nprocs, sizeof(*ctx->procs));
-    if (!ctx->procs)
-        return FM_ENOMEM;
-    int i = 0;
-    for (int r = 0; r < ctx->size; r++) {
-        ctx->peers[r].proc = -1;
-        if (ctx->boot.node_of[r] != me)
-            continue;
-        ctx->procs[i] = (struct fm_proc){.rank = r, .pidfd = -1, .memfd = -1};
-        if (r == ctx->rank)
-            ctx->my_proc = i;
-        ctx->peers[r].proc = i++;
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->oversubscribed = cpus > 0 && ctx->nprocs > cpus;
-    setup_fences(ctx);
-    return 0;
+    if (ctx->boot.node_of)
+        return 0;
+    return nodes_from_cards(ctx, err, errlen);
 }
 
 static int fence(fm_ctx *ctx, const char *which, char *err, size_t errlen)
@@ -120,17 +95,43 @@ static int fence(fm_ctx *ctx, const char *which, char *err, size_t errlen)
 
 static void ctx_free(fm_ctx *ctx)
 {
-    if (ctx->net)
-        fm_netlink_finalize(ctx);
-    fm_shm_teardown(ctx);
+    for (int i = fm_nlinks - 1; i >= 0; i--)
+        if (ctx->link_state[i])
+            fm_links[i]->teardown(ctx, ctx->link_state[i]);
     if (ctx->epfd >= 0)
         close(ctx->epfd);
     fm_boot_close(&ctx->boot);
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx->procs);
+    pthread_mutex_destroy(&ctx->events_lock);
     free(ctx->peers);
     free(ctx->lost);
     free(ctx);
+}
+
+/* Runs one stage of every link in use; the first failure ends fm_init. */
+enum stage { STAGE_SETUP, STAGE_JOIN, STAGE_START };
+
+static int links_stage(fm_ctx *ctx, enum stage st, char *err, size_t errlen)
+{
+    for (int i = 0; i < fm_nlinks; i++) {
+        const struct fm_link *l = fm_links[i];
+        int rc = 0;
+        if (st == STAGE_SETUP) {
+            if (!(ctx->cfg.transports & l->transport))
+                continue;
+            rc = l->setup(ctx, &ctx->link_state[i], err, errlen);
+            if (!rc && ctx->link_state[i] && l->progress)
+                ctx->polled = 1;
+        } else if (ctx->link_state[i]) {
+            if (st == STAGE_JOIN && l->join)
+                rc = l->join(ctx, ctx->link_state[i], err, errlen);
+            else if (st == STAGE_START)
+                rc = l->start(ctx, ctx->link_state[i], err, errlen);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int fm_init(fm_ctx **out)
@@ -143,8 +144,9 @@ int fm_init(fm_ctx **out)
     if (!ctx)
         return FM_ENOMEM;
     ctx->epfd = -1;
-    ctx->board.fd = -1;
+    ctx->node_procs = 1;
     pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutex_init(&ctx->events_lock, NULL);
     int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
     if (rc) {
         fm_error("config", "%s", err);
@@ -166,24 +168,22 @@ int fm_init(fm_ctx **out)
         snprintf(err, sizeof(err), "out of memory for a job of %d ranks", ctx->size);
         goto err_free;
     }
-    rc = find_local_procs(ctx, err, sizeof(err));
+    rc = find_nodes(ctx, err, sizeof(err));
     if (!rc)
-        rc = fm_shm_setup(ctx, err, sizeof(err));
-    if (!rc && (ctx->cfg.transports & FM_TRANSPORT_UDP))
-        rc = fm_netlink_setup(ctx, err, sizeof(err));
-    /* Two fences before the segments are mapped: the node board must be
-     * published before the others write on it, and written before it is
-     * read (board.h). */
+        rc = links_stage(ctx, STAGE_SETUP, err, sizeof(err));
+    if (!rc)
+        setup_fences(ctx);
+    /* Two fences before the links start: what a link publishes at setup
+     * (address cards, the node board) is visible after the first, what it
+     * writes at join after the second (shm/board.h). */
     if (!rc)
         rc = fence(ctx, "the fence", err, sizeof(err));
     if (!rc)
-        rc = fm_shm_join(ctx, err, sizeof(err));
+        rc = links_stage(ctx, STAGE_JOIN, err, sizeof(err));
     if (!rc)
         rc = fence(ctx, "the second fence", err, sizeof(err));
     if (!rc)
-        rc = fm_shm_connect(ctx, err, sizeof(err));
-    if (!rc && ctx->net)
-        rc = fm_netlink_start(ctx, err, sizeof(err));
+        rc = links_stage(ctx, STAGE_START, err, sizeof(err));
     /* No rank may leave fm_init (and perhaps the job) before every local
      * peer has mapped its segment. */
     if (!rc)
@@ -191,7 +191,7 @@ int fm_init(fm_ctx **out)
     if (rc)
         goto err_free;
     fm_info("core", "rank %d of %d, %d on this node, bootstrap %s", ctx->rank, ctx->size,
-            ctx->nprocs, ctx->boot.ops->name);
+            ctx->node_procs, ctx->boot.ops->name);
     *out = ctx;
     return 0;
 
@@ -207,10 +207,16 @@ int fm_finalize(fm_ctx *ctx)
         return FM_EINVAL;
     /* Say "finalized" first: senders that find our endpoints closed then
      * fail with FM_EPEERLOST instead of retrying. */
-    __atomic_store_n(&ctx->seg->state, FM_SEG_FINALIZED, __ATOMIC_RELEASE);
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ctx->link_state[i] && fm_links[i]->leaving)
+            fm_links[i]->leaving(ctx, ctx->link_state[i]);
     for (int s = 0; s < FM_EP_MAX_LIMIT; s++)
         if (ctx->eps[s])
             fm_ep_close(ctx->eps[s]);
+    if (ctx->cfg.stats)
+        for (int i = 0; i < fm_nlinks; i++)
+            if (ctx->link_state[i] && fm_links[i]->stats)
+                fm_links[i]->stats(ctx, ctx->link_state[i], stderr);
     ctx_free(ctx);
     return 0;
 }
@@ -258,6 +264,12 @@ void fm_core_peer_gone(fm_ctx *ctx, int rank, int state)
     pthread_mutex_unlock(&ctx->lock);
 }
 
+/*
+ * Reads the events of the descriptors links watch (fm_core_watch) if the
+ * last look is older than FM_PEER_CHECK_MS (or now if force), and hands each
+ * to its link: a local peer's pidfd that became readable means it exited.
+ * One thread at a time; the others go on.
+ */
 void fm_ctx_check_peers(fm_ctx *ctx, int force)
 {
     uint64_t now = fm_now_coarse_ns();
@@ -265,21 +277,77 @@ void fm_ctx_check_peers(fm_ctx *ctx, int force)
         return;
     __atomic_store_n(&ctx->next_check_ns, now + (uint64_t)ctx->cfg.peer_check_ms * 1000000u,
                      __ATOMIC_RELAXED);
-    if (pthread_mutex_trylock(&ctx->lock) != 0)
+    if (pthread_mutex_trylock(&ctx->events_lock) != 0)
         return;
     struct epoll_event ev[16];
     int n = epoll_wait(ctx->epfd, ev, 16, 0);
     for (int i = 0; i < n; i++) {
-        if (ev[i].data.u32 == FM_EPOLL_NET)
-            continue; /* datagrams: for fm_netlink_progress */
-        struct fm_proc *p = &ctx->procs[ev[i].data.u32];
-        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
-        close(p->pidfd);
-        p->pidfd = -1;
-        int finalized = __atomic_load_n(&p->seg->state, __ATOMIC_ACQUIRE) == FM_SEG_FINALIZED;
-        fm_ctx_peer_gone(ctx, p->rank, finalized ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+        int link = (int)(ev[i].data.u64 >> 32);
+        if (link < fm_nlinks && ctx->link_state[link] && fm_links[link]->event)
+            fm_links[link]->event(ctx, ctx->link_state[link], (uint32_t)ev[i].data.u64);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&ctx->events_lock);
+}
+
+int fm_core_watch(fm_ctx *ctx, const struct fm_link *link, int fd, uint32_t cookie)
+{
+    int index = 0;
+    while (index < fm_nlinks && fm_links[index] != link)
+        index++;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)index << 32) | cookie};
+    return epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? FM_ESYS : 0;
+}
+
+void fm_core_unwatch(fm_ctx *ctx, int fd) { epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+/* Progress of every link that needs the CPU; the events they handled. */
+int fm_links_progress(fm_ctx *ctx, int flush)
+{
+    int events = 0;
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ctx->link_state[i] && fm_links[i]->progress)
+            events += fm_links[i]->progress(ctx, ctx->link_state[i], flush);
+    return events;
+}
+
+/* The earliest time a link needs progress, or UINT64_MAX. */
+uint64_t fm_links_deadline(fm_ctx *ctx)
+{
+    uint64_t d = UINT64_MAX;
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ctx->link_state[i] && fm_links[i]->deadline)
+            d = FM_MIN(d, fm_links[i]->deadline(ctx, ctx->link_state[i]));
+    return d;
+}
+
+/* ---- what links read and tell (core_api.h) ---- */
+
+const struct fm_config *fm_core_cfg(const fm_ctx *ctx) { return &ctx->cfg; }
+
+void *fm_core_link_state(const fm_ctx *ctx, const struct fm_link *link)
+{
+    for (int i = 0; i < fm_nlinks; i++)
+        if (fm_links[i] == link)
+            return ctx->link_state[i];
+    return NULL;
+}
+struct fm_boot *fm_core_boot(fm_ctx *ctx) { return &ctx->boot; }
+int fm_core_rank(const fm_ctx *ctx) { return ctx->rank; }
+int fm_core_size(const fm_ctx *ctx) { return ctx->size; }
+const int *fm_core_node_of(const fm_ctx *ctx) { return ctx->boot.node_of; }
+int fm_core_light_fence(const fm_ctx *ctx) { return ctx->light_fence; }
+void fm_core_fence(const fm_ctx *ctx) { fm_fence_fast(ctx); }
+
+int fm_core_peer_up(const fm_ctx *ctx, int peer)
+{
+    return __atomic_load_n(&ctx->peers[peer].state, __ATOMIC_ACQUIRE) == FM_PEER_UP;
+}
+
+void fm_core_set_node_procs(fm_ctx *ctx, int nprocs)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->node_procs = nprocs;
+    ctx->oversubscribed = cpus > 0 && nprocs > cpus;
 }
 
 int fm_progress(fm_ctx *ctx)
@@ -288,6 +356,6 @@ int fm_progress(fm_ctx *ctx)
         return FM_EINVAL;
     uint32_t before = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
     fm_ctx_check_peers(ctx, 1);
-    int events = ctx->net ? fm_netlink_progress(ctx, 1) : 0;
+    int events = fm_links_progress(ctx, 1);
     return events + (int)(__atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE) - before);
 }

@@ -3,8 +3,6 @@
 #include "ctx.h"
 
 #include "log.h"
-#include "net/netlink.h"
-#include "shm/shm.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -18,6 +16,22 @@
 
 /* ---- opening and closing ------------------------------------------------ */
 
+static int link_index(const struct fm_link *link)
+{
+    int i = 0;
+    while (fm_links[i] != link)
+        i++;
+    return i;
+}
+
+static void drop_route(fm_ep *ep, struct fm_route *rt, int closing)
+{
+    if (rt->link && rt->link->drop)
+        rt->link->drop(ep, rt, closing);
+    rt->link = NULL;
+    rt->gen_word = NULL;
+}
+
 /* Frees an endpoint nothing names any more: unpublished, and every link's
  * ep_close has run (core_api.h), so no other thread can reach it. */
 static void ep_free(fm_ep *ep)
@@ -28,81 +42,95 @@ static void ep_free(fm_ep *ep)
         close(ep->bell_rd);
         close(ep->bell_wr);
     }
-    for (int i = 0; i < ep->nattached; i++)
-        free(ep->attached[i]);
-    free(ep->attached);
+    free(ep->attached); /* the rings are their links' */
     for (size_t i = 0; i < ep->routes_cap; i++)
         free(ep->routes[i]);
     free(ep->routes);
     free(ep->want_space);
     free(ep->held);
     free(ep->active);
-    free(ep->rx);
     free(ep);
+}
+
+/* Every link that opened something for ep lets go of it. */
+static void links_ep_close(fm_ep *ep)
+{
+    fm_ctx *ctx = ep->ctx;
+    for (int i = fm_nlinks - 1; i >= 0; i--)
+        if (ep->link_state[i])
+            fm_links[i]->ep_close(ctx, ctx->link_state[i], ep, ep->link_state[i]);
 }
 
 int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
 {
     if (!ctx || !out)
         return FM_EINVAL;
+    fm_ep *ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return FM_ENOMEM;
+    ep->ctx = ctx;
+    ep->channel = channel;
+    ep->bell_rd = ep->bell_wr = ep->epfd = -1;
+    ep->sleeping = &ep->own_sleeping;
+    ep->sends_to_check = SENDS_PER_CHECK;
+    ep->held_cap = 64;
+    ep->held = calloc(ep->held_cap, sizeof(*ep->held));
+    if (!ep->held) {
+        ep_free(ep);
+        return FM_ENOMEM;
+    }
     int rc = 0, slot = -1;
     pthread_mutex_lock(&ctx->lock);
     for (int s = 0; s < ctx->cfg.ep_max; s++) {
         if (ctx->eps[s] && ctx->eps[s]->channel == channel) {
             rc = FM_EBUSY;
-            goto out_unlock;
+            break;
         }
         if (!ctx->eps[s] && slot < 0)
             slot = s;
     }
-    if (slot < 0) {
+    if (!rc && slot < 0)
         rc = FM_ELIMIT;
-        goto out_unlock;
+    if (!rc) {
+        ep->slot = slot;
+        ctx->eps[slot] = ep; /* holds the slot and channel; not published yet */
     }
-    size_t rings = (size_t)ctx->nprocs * (size_t)ctx->cfg.ep_max;
-    fm_ep *ep = calloc(1, sizeof(*ep));
-    if (!ep) {
-        rc = FM_ENOMEM;
-        goto out_unlock;
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc) {
+        ep_free(ep);
+        return rc;
     }
-    ep->ctx = ctx;
-    ep->channel = channel;
-    ep->slot = slot;
-    ep->bell_rd = ep->bell_wr = -1;
-    ep->sends_to_check = SENDS_PER_CHECK;
-    ep->held_cap = 64;
-    /* Losses before the endpoint existed are not its news. */
-    ep->lost_seen = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
-    ep->rx = calloc(rings, sizeof(*ep->rx));
-    ep->active = calloc(rings, sizeof(*ep->active));
-    ep->active_cap = (int)rings;
-    ep->held = calloc(ep->held_cap, sizeof(*ep->held));
-    ep->epfd = -1;
-    if (!ep->rx || !ep->active || !ep->held) {
-        rc = FM_ENOMEM;
-        goto err_free;
+    for (int i = 0; i < fm_nlinks && !rc; i++)
+        if (ctx->link_state[i])
+            rc = fm_links[i]->ep_open(ctx, ctx->link_state[i], ep, &ep->link_state[i]);
+    pthread_mutex_lock(&ctx->lock);
+    if (rc) {
+        ctx->eps[slot] = NULL;
+    } else {
+        /* Losses before the endpoint existed are not its news. */
+        ep->lost_seen = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
+        ep->published = 1;
     }
-    rc = fm_shm_ep_open(ep);
-    if (rc)
-        goto err_free;
-    ctx->eps[slot] = ep;
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc) {
+        links_ep_close(ep);
+        ep_free(ep);
+        return rc;
+    }
+    /* Rings that links hold for this channel (they came before it opened)
+     * can be attached now. */
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ep->link_state[i] && fm_links[i]->refresh)
+            fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
     *out = ep;
-    pthread_mutex_unlock(&ctx->lock);
-    if (ctx->net)
-        fm_netlink_ep_opened(ep);
     return 0;
-
-err_free:
-    ep_free(ep);
-out_unlock:
-    pthread_mutex_unlock(&ctx->lock);
-    return rc;
 }
 
 /*
  * One owner for an endpoint's lifetime (core_api.h): unpublish it under
  * ctx->lock first, so that no link can attach a ring to it any more, then
- * let each link forget it, then free it.
+ * end its routes and let each link forget it, then give its slot back and
+ * free it.
  */
 int fm_ep_close(fm_ep *ep)
 {
@@ -110,41 +138,80 @@ int fm_ep_close(fm_ep *ep)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
     pthread_mutex_lock(&ctx->lock);
-    ctx->eps[ep->slot] = NULL;
-    fm_shm_ep_close(ep);
+    ep->published = 0;
     pthread_mutex_unlock(&ctx->lock);
-    if (ctx->net)
-        fm_netlink_ep_closed(ep);
+    for (size_t i = 0; i < ep->routes_cap; i++)
+        if (ep->routes[i])
+            drop_route(ep, ep->routes[i], 1);
+    links_ep_close(ep);
+    /* Only now may another thread's fm_ep_open take the slot: the links
+     * have finished with it. */
+    pthread_mutex_lock(&ctx->lock);
+    ctx->eps[ep->slot] = NULL;
+    pthread_mutex_unlock(&ctx->lock);
     ep_free(ep);
     return 0;
 }
 
 /* ---- the core API of links (core_api.h) ----------------------------------- */
 
+/* Appends rx to ep's attached rings; ctx->lock held. */
+static int attach_locked(fm_ep *ep, struct fm_rx *rx)
+{
+    if (ep->nattached == ep->attached_cap) {
+        int cap = ep->attached_cap ? ep->attached_cap * 2 : 8;
+        struct fm_rx **a = realloc(ep->attached, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return FM_ENOMEM;
+        ep->attached = a;
+        ep->attached_cap = cap;
+    }
+    ep->attached[ep->nattached] = rx;
+    __atomic_store_n(&ep->nattached, ep->nattached + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 fm_ep *fm_core_attach_rx(fm_ctx *ctx, uint32_t channel, struct fm_rx *rx)
 {
     fm_ep *ep = NULL;
     pthread_mutex_lock(&ctx->lock);
     for (int s = 0; s < ctx->cfg.ep_max && !ep; s++)
-        if (ctx->eps[s] && ctx->eps[s]->channel == channel)
+        if (ctx->eps[s] && ctx->eps[s]->published && ctx->eps[s]->channel == channel)
             ep = ctx->eps[s];
-    if (ep && ep->nattached == ep->attached_cap) {
-        int cap = ep->attached_cap ? ep->attached_cap * 2 : 8;
-        struct fm_rx **a = realloc(ep->attached, sizeof(*a) * (size_t)cap);
-        if (a) {
-            ep->attached = a;
-            ep->attached_cap = cap;
-        } else {
-            fm_error("core", "out of memory: a ring to channel %u is not attached", channel);
-            ep = NULL;
-        }
-    }
-    if (ep) {
-        ep->attached[ep->nattached] = rx;
-        __atomic_store_n(&ep->nattached, ep->nattached + 1, __ATOMIC_RELEASE);
+    if (ep && attach_locked(ep, rx) != 0) {
+        fm_error("core", "out of memory: a ring to channel %u is not attached", channel);
+        ep = NULL;
     }
     pthread_mutex_unlock(&ctx->lock);
     return ep;
+}
+
+int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx)
+{
+    pthread_mutex_lock(&ep->ctx->lock);
+    int rc = attach_locked(ep, rx);
+    pthread_mutex_unlock(&ep->ctx->lock);
+    return rc;
+}
+
+void fm_core_rx_end(struct fm_rx *rx) { __atomic_store_n(&rx->ended, 1, __ATOMIC_RELEASE); }
+
+fm_ctx *fm_core_ep_ctx(const fm_ep *ep) { return ep->ctx; }
+uint32_t fm_core_ep_channel(const fm_ep *ep) { return ep->channel; }
+int fm_core_ep_slot(const fm_ep *ep) { return ep->slot; }
+
+void *fm_core_ep_state(const fm_ep *ep, const struct fm_link *link)
+{
+    return ep->link_state[link_index(link)];
+}
+
+void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word) { ep->sleeping = word; }
+
+void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word)
+{
+    struct fm_news *n = &ep->news[link_index(link)];
+    n->word = word;
+    n->seen = __atomic_load_n(word, __ATOMIC_ACQUIRE); /* fm_ep_open refreshes once anyway */
 }
 
 void fm_core_wake(fm_ep *ep)
@@ -152,7 +219,7 @@ void fm_core_wake(fm_ep *ep)
     /* Pairs with the fence fm_wait makes between setting `sleeping` and
      * looking at the rings once more. */
     fm_fence_fast(ep->ctx);
-    if (!__atomic_load_n(&ep->dir->sleeping, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(ep->sleeping, __ATOMIC_RELAXED))
         return;
     /* Made before `sleeping` is first set, closed only by ep_free. A full
      * pipe already holds a wake-up: EAGAIN is fine. */
@@ -183,7 +250,8 @@ static void adopt_attached(fm_ep *ep)
     pthread_mutex_unlock(&ctx->lock);
 }
 
-/* An attached ring whose flow ended and was read to its end leaves. */
+/* An attached ring that ended and was read to its end leaves (its link
+ * frees it afterwards). */
 static void detach(fm_ep *ep, struct fm_rx *rx)
 {
     fm_ctx *ctx = ep->ctx;
@@ -198,7 +266,6 @@ static void detach(fm_ep *ep, struct fm_rx *rx)
             break;
         }
     pthread_mutex_unlock(&ctx->lock);
-    free(rx);
 }
 
 fm_addr fm_ep_addr(const fm_ep *ep)
@@ -267,8 +334,7 @@ static void routes_sweep(fm_ep *ep)
             ep->nroutes++;
             continue;
         }
-        if (rt->link && rt->link->drop)
-            rt->link->drop(ep, rt);
+        drop_route(ep, rt, 0);
         for (int w = 0; w < ep->nwant; w++)
             if (ep->want_space[w].rt == rt)
                 ep->want_space[w] = ep->want_space[--ep->nwant];
@@ -277,6 +343,15 @@ static void routes_sweep(fm_ep *ep)
         free(rt);
     }
     free(old);
+}
+
+/* The first link in the registry's order that reaches rank `peer`, or -1. */
+static int link_for(fm_ctx *ctx, int peer)
+{
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ctx->link_state[i] && fm_links[i]->reaches(ctx, ctx->link_state[i], peer))
+            return i;
+    return -1;
 }
 
 /* The route to dst, resolved (again) if the receiving endpoint changed. */
@@ -288,8 +363,8 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
         return FM_EINVAL;
     if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
         return FM_EPEERLOST;
-    int use_shm = ctx->peers[rank].proc >= 0 && (ctx->cfg.transports & FM_TRANSPORT_SHM);
-    if (!use_shm && !ctx->net)
+    int li = link_for(ctx, rank);
+    if (li < 0)
         return FM_EUNREACH;
     if (ep->nroutes >= ROUTES_SWEEP && ep->nroutes * 2 >= ep->routes_cap)
         routes_sweep(ep);
@@ -306,16 +381,18 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
         ep->nroutes++;
     }
     if (!route_valid(rt)) {
-        if (rt->link && rt->link->drop)
-            rt->link->drop(ep, rt);
-        int rc = use_shm ? fm_shm_resolve(ep, rank, fm_addr_channel(dst), rt)
-                         : fm_netlink_resolve(ep, rank, fm_addr_channel(dst), rt);
+        drop_route(ep, rt, 0);
+        const struct fm_link *l = fm_links[li];
+        int rc = l->resolve(ctx, ctx->link_state[li], ep, ep->link_state[li], rank,
+                            fm_addr_channel(dst), rt);
         if (rc) {
             rt->gen_word = NULL;
             if (rc == FM_EAGAIN)
                 ep->want_open = 1;
             return rc;
         }
+        rt->link = l;
+        rt->max_msg = l->max_msg(ctx);
     }
     ep->last = rt;
     *out = rt;
@@ -324,9 +401,9 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
 
 /* The smallest part of a `len`-byte send that a link takes: a send that
  * found too little room waits until this much fits. */
-static size_t smallest_part(const fm_ep *ep, const struct fm_route *rt, size_t len)
+static size_t smallest_part(const struct fm_route *rt, size_t len)
 {
-    return FM_MIN(len, rt->link->max_msg(ep) / 4);
+    return FM_MIN(len, rt->max_msg / 4);
 }
 
 /* Remembers that a send to rt found its ring full, for fm_wait. */
@@ -380,6 +457,64 @@ static inline void count_send(fm_ep *ep)
     }
 }
 
+/* ---- direct routes: the receiver reads the route's ring itself ----------- *
+ *
+ * The shared-memory link's send is a copy into the receiver's ring, one
+ * release store, and a system call only if the receiver sleeps. The core
+ * does it here, inline, instead of through the link's ops: an indirect call
+ * per message costs what a whole 8-byte send does (docs/ARCHITECTURE.md).
+ */
+
+/* After a record is published: wake the receiver if it sleeps. The fence
+ * pairs with the one in fm_wait between setting `sleeping` and rechecking
+ * the rings, so that one of the two sides always sees the other. */
+static inline void direct_notify(fm_ep *ep, struct fm_route *rt)
+{
+    fm_fence_fast(ep->ctx);
+    if (fm_unlikely(__atomic_load_n(rt->sleeping, __ATOMIC_RELAXED)))
+        rt->link->notify(ep, rt);
+}
+
+/* Writes the FM_REC_SRC record that tells the receiver our channel. */
+static int direct_tell_src(fm_ep *ep, struct fm_route *rt)
+{
+    if (fm_ring_room(&rt->ring, 4) < 4)
+        return FM_EAGAIN;
+    struct iovec v = {&ep->channel, 4};
+    fm_ring_write(&rt->ring, FM_REC_SRC, &v, 1, 4);
+    rt->ring.ctl->src_channel = ep->channel;
+    rt->ring.ctl->src_told = 1;
+    rt->need_src = 0;
+    return 0;
+}
+
+static inline ssize_t direct_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov,
+                                  int iovcnt, size_t total)
+{
+    if (fm_unlikely(rt->need_src) && direct_tell_src(ep, rt) < 0)
+        return FM_EAGAIN;
+    int64_t n = fm_ring_take(&rt->ring, total, rt->max_msg);
+    if (fm_unlikely(n < 0))
+        return FM_EAGAIN;
+    fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
+    direct_notify(ep, rt);
+    return (ssize_t)n;
+}
+
+static ssize_t direct_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
+{
+    if (rt->need_src && direct_tell_src(ep, rt) < 0)
+        return FM_EAGAIN;
+    int64_t n = fm_ring_take_grant(&rt->ring, len, rt->max_msg, buf);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+}
+
+static void direct_commit(fm_ep *ep, struct fm_route *rt, size_t len)
+{
+    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+    direct_notify(ep, rt);
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
@@ -401,12 +536,11 @@ ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
     if (fm_unlikely(ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP))
         return FM_EPEERLOST;
-    /* The shared-memory send is inlined; other links go through their ops. */
-    ssize_t n = fm_likely(rt->link == &fm_shm_link) ? fm_shm_send(ep, rt, iov, iovcnt, total)
-                                                    : rt->link->send(ep, rt, iov, iovcnt, total);
+    ssize_t n = fm_likely(rt->direct) ? direct_send(ep, rt, iov, iovcnt, total)
+                                      : rt->link->send(ep, rt, iov, iovcnt, total);
     if (fm_unlikely(n < 0))
         return send_again(ep, dst, rt, (int)n,
-                          FM_REC_SIZE(smallest_part(ep, rt, total)) + FM_REC_HDR);
+                          FM_REC_SIZE(smallest_part(rt, total)) + FM_REC_HDR);
     count_send(ep);
     return n;
 }
@@ -423,10 +557,10 @@ ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
     if (ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP)
         return FM_EPEERLOST;
     void *p;
-    ssize_t n = rt->link->grant(ep, rt, len, &p);
+    ssize_t n = rt->direct ? direct_grant(ep, rt, len, &p) : rt->link->grant(ep, rt, len, &p);
     if (n < 0)
         return send_again(ep, dst, rt, (int)n,
-                          fm_ring_grant_need(&rt->ring, smallest_part(ep, rt, len)));
+                          fm_ring_grant_need(&rt->ring, smallest_part(rt, len)));
     ep->grant = rt;
     ep->granted = (size_t)n;
     *buf = p;
@@ -439,7 +573,10 @@ int fm_send_commit(fm_ep *ep, size_t len)
         return FM_EINVAL;
     struct fm_route *rt = ep->grant;
     ep->grant = NULL;
-    rt->link->commit(ep, rt, len);
+    if (rt->direct)
+        direct_commit(ep, rt, len);
+    else
+        rt->link->commit(ep, rt, len);
     count_send(ep);
     return 0;
 }
@@ -474,18 +611,8 @@ static void rx_release(fm_ctx *ctx, struct fm_rx *rx, uint64_t pos)
         return;
     rx->published = pos;
     fm_ring_release(&rx->ring, pos);
-    if (rx->net) {
-        fm_netlink_released(ctx, rx); /* the space goes back as credit */
-        return;
-    }
-    /* Pairs with the fence a sender makes between asking for space and
-     * rechecking head before it sleeps. */
-    fm_fence_fast(ctx);
-    struct fm_ring_ctl *ctl = rx->ring.ctl;
-    if (fm_unlikely(__atomic_load_n(&ctl->space_wanted, __ATOMIC_RELAXED))) {
-        __atomic_store_n(&ctl->space_wanted, 0, __ATOMIC_RELAXED);
-        fm_shm_ring_bell(ctx, (int)ctl->producer_proc, (int)ctl->producer_ep);
-    }
+    /* The link tells the producer: a credit, or a wake-up if it waits. */
+    rx->link->released(ctx, ctx->link_state[link_index(rx->link)], rx);
 }
 
 /* Moves the read position past a record that carries no message. */
@@ -527,9 +654,7 @@ static ssize_t rx_take(fm_ep *ep, struct fm_rx *rx, struct iovec *seg, int *nseg
         case FM_REC_SRC: {
             uint32_t channel;
             memcpy(&channel, (unsigned char *)fm_ring_word(&rx->ring, rx->rd + FM_REC_HDR), 4);
-            int proc = (int)rx->ring.ctl->producer_proc;
-            if (proc < ep->ctx->nprocs)
-                rx->src = fm_addr_make(ep->ctx->procs[proc].rank, channel);
+            rx->src = fm_addr_make(rx->src_rank, channel);
             rx_skip(ep->ctx, rx, FM_REC_SIZE(len));
             break;
         }
@@ -540,11 +665,46 @@ static ssize_t rx_take(fm_ep *ep, struct fm_rx *rx, struct iovec *seg, int *nseg
     }
 }
 
+/* Whether a link has rings for ep that it has not attached yet. */
+static inline int news_waiting(const fm_ep *ep)
+{
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ep->news[i].word &&
+            __atomic_load_n(ep->news[i].word, __ATOMIC_ACQUIRE) != ep->news[i].seen)
+            return 1;
+    return 0;
+}
+
+static void take_news(fm_ep *ep)
+{
+    fm_ctx *ctx = ep->ctx;
+    for (int i = 0; i < fm_nlinks; i++) {
+        struct fm_news *n = &ep->news[i];
+        uint32_t now = n->word ? __atomic_load_n(n->word, __ATOMIC_ACQUIRE) : 0;
+        if (n->word && now != n->seen) {
+            n->seen = now;
+            fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
+        }
+    }
+}
+
+/* An ended ring read to its end leaves the endpoint; its link frees it. */
+static int retire(fm_ep *ep, struct fm_rx *rx)
+{
+    if (!__atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE) || fm_ring_peek(&rx->ring, rx->rd) ||
+        rx->nheld)
+        return 0;
+    detach(ep, rx);
+    const struct fm_link *l = rx->link;
+    l->retire(ep->ctx, ep->ctx->link_state[link_index(l)], rx);
+    return 1;
+}
+
 /* The next message of any ring, round-robin from where the last one came. */
 static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
 {
-    if (fm_unlikely(__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen))
-        fm_shm_refresh_rx(ep);
+    if (fm_unlikely(news_waiting(ep)))
+        take_news(ep);
     if (fm_unlikely(ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE)))
         adopt_attached(ep);
     int n = ep->nactive;
@@ -555,10 +715,7 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
             ep->next = idx + 1 == n ? 0 : idx + 1;
             return len;
         }
-        /* A network flow that ended and is read to its end goes away. */
-        if (fm_unlikely(rx->net && __atomic_load_n(&rx->net->ended, __ATOMIC_ACQUIRE)) &&
-            fm_netlink_retire(ep, rx)) {
-            detach(ep, rx);
+        if (fm_unlikely(__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) && retire(ep, rx)) {
             ep->active[idx] = ep->active[--ep->nactive];
             n--;
             ep->next = 0;
@@ -580,7 +737,8 @@ ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *sr
     if (len >= 0)
         return len;
     /* Nothing in memory: see what the network brought, then look again. */
-    if (ctx->net && fm_netlink_progress(ctx, 1) > 0 && (len = poll_rings(ep, seg, nseg, src)) >= 0)
+    if (ctx->polled && fm_links_progress(ctx, 1) > 0 &&
+        (len = poll_rings(ep, seg, nseg, src)) >= 0)
         return len;
     if (ep->lost_seen < nlost) {
         int rank = ctx->lost[ep->lost_seen++];
@@ -610,8 +768,7 @@ int fm_recv_done(fm_ep *ep)
 
 int fm_ep_ready(fm_ep *ep)
 {
-    if (__atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE) != ep->nclaimed_seen ||
-        ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE) ||
+    if (news_waiting(ep) || ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE) ||
         ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE))
         return 1;
     for (int i = 0; i < ep->nactive; i++) {

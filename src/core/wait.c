@@ -15,14 +15,14 @@
  */
 #include "ctx.h"
 
-#include "net/netlink.h"
 #include "log.h"
-#include "shm/shm.h"
 
 #include <errno.h>
-#include <string.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Yields before blocking when ranks outnumber CPUs. */
@@ -35,7 +35,7 @@
  * clearing is only an optimization for the peers. */
 static void arm(fm_ep *ep, uint32_t on)
 {
-    __atomic_store_n(&ep->dir->sleeping, on, __ATOMIC_RELAXED);
+    __atomic_store_n(ep->sleeping, on, __ATOMIC_RELAXED);
     for (int i = 0; i < ep->nwant; i++)
         __atomic_store_n(&ep->want_space[i].rt->ring.ctl->space_wanted, on, __ATOMIC_RELAXED);
     if (on)
@@ -49,11 +49,32 @@ static void drain_bell(fm_ep *ep)
         ;
 }
 
+/* The doorbell: a pipe that wakers write a byte to. Links that let other
+ * processes ring it publish it (their ep_bell). */
+static int make_doorbell(fm_ep *ep)
+{
+    fm_ctx *ctx = ep->ctx;
+    int fds[2];
+    struct stat st;
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
+        fm_error("core", "cannot create a doorbell pipe: %s", strerror(errno));
+        return errno == EMFILE || errno == ENFILE ? FM_ELIMIT : FM_ESYS;
+    }
+    fstat(fds[1], &st);
+    ep->bell_rd = fds[0];
+    __atomic_store_n(&ep->bell_wr, fds[1], __ATOMIC_RELEASE); /* read by fm_core_wake */
+    for (int i = 0; i < fm_nlinks; i++)
+        if (ep->link_state[i] && fm_links[i]->ep_bell)
+            fm_links[i]->ep_bell(ctx, ctx->link_state[i], ep, ep->link_state[i], fds[1],
+                                 (uint64_t)st.st_ino);
+    return 0;
+}
+
 /* What an endpoint sleeps on, made at its first sleep: endpoints that
  * never sleep (most short-lived ones) cost no descriptors. */
 static int make_bell(fm_ep *ep)
 {
-    int rc = fm_shm_ep_bell(ep);
+    int rc = make_doorbell(ep);
     if (rc)
         return rc;
     ep->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -84,10 +105,10 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     uint64_t spin_end = FM_MIN(deadline, now + spin_ns);
     /* With a network path, polling means reading the socket too, between
      * every few looks at the rings (a datagram waits no longer than that). */
-    int looks = ctx->net ? 2 : 32;
+    int looks = ctx->polled ? 2 : 32;
     while (now < spin_end) {
-        if (ctx->net)
-            fm_netlink_progress(ctx, 1);
+        if (ctx->polled)
+            fm_links_progress(ctx, 1);
         for (int i = 0; i < looks; i++) {
             fm_cpu_relax();
             if (fm_ep_ready(ep))
@@ -98,8 +119,8 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     if (ctx->oversubscribed && ctx->cfg.wait_spin_us > 0) {
         for (int i = 0; i < OVERSUBSCRIBED_YIELDS && now < deadline; i++) {
             sched_yield();
-            if (ctx->net)
-                fm_netlink_progress(ctx, 1);
+            if (ctx->polled)
+                fm_links_progress(ctx, 1);
             if (fm_ep_ready(ep))
                 return 0;
             now = fm_now_ns();
@@ -108,13 +129,13 @@ int fm_wait(fm_ep *ep, int timeout_ms)
     if (ep->epfd < 0 && (rc = make_bell(ep)) != 0)
         return rc;
     for (;;) {
-        if (ctx->net)
-            fm_netlink_progress(ctx, 1);
+        if (ctx->polled)
+            fm_links_progress(ctx, 1);
         /* Sleep until the caller's deadline or the network's next timer
          * (loss detection waits a round trip: microseconds, not ms). */
         uint64_t wake = deadline;
-        if (ctx->net)
-            wake = FM_MIN(wake, fm_netlink_deadline(ctx));
+        if (ctx->polled)
+            wake = FM_MIN(wake, fm_links_deadline(ctx));
         /* An endpoint that is not open yet rings no doorbell: poll for it. */
         if (ep->want_open)
             wake = FM_MIN(wake, now + 1000000u);
@@ -122,8 +143,8 @@ int fm_wait(fm_ep *ep, int timeout_ms)
         if (wake != UINT64_MAX && wake <= now + SHORT_SLEEP_NS) {
             /* Too soon to be worth a sleep: poll until then. */
             while (fm_now_ns() < wake) {
-                if (ctx->net)
-                    fm_netlink_progress(ctx, 1);
+                if (ctx->polled)
+                    fm_links_progress(ctx, 1);
                 if (fm_ep_ready(ep))
                     return 0;
                 fm_cpu_relax();
@@ -149,8 +170,8 @@ int fm_wait(fm_ep *ep, int timeout_ms)
             else
                 fm_ctx_check_peers(ctx, 1); /* a peer exited, or datagrams came */
         }
-        if (ctx->net)
-            fm_netlink_progress(ctx, 1);
+        if (ctx->polled)
+            fm_links_progress(ctx, 1);
         if (n < 0 && err != EINTR)
             return FM_ESYS;
         if (ep->want_open) {

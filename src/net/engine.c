@@ -1,6 +1,7 @@
 #include "engine.h"
 
-#include "core/ctx.h"
+#include "core/util.h"
+#include "fastmsg.h"
 #include "core/log.h"
 #include "siphash.h"
 
@@ -252,10 +253,10 @@ static void session_gone(struct fm_net *net, struct fm_session *s, int state)
         s->held[i].pkt = NULL;
     }
     s->nheld = 0;
-    if (state == FM_PEER_FAILED)
+    if (state == FM_NET_PEER_FAILED)
         net->nc[FM_NC_PEERS_LOST]++;
     fm_info("net", "session with rank %d ends: %s", s->rank,
-            state == FM_PEER_FAILED ? "lost" : "it left");
+            state == FM_NET_PEER_FAILED ? "lost" : "it left");
     net->p.up.peer_gone(net->p.up.core, s->rank, state);
 }
 
@@ -929,7 +930,7 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
     default: /* FM_OP_BYE: everything before it is delivered */
         s->bye_received = 1;
         s->ack_now = 1; /* the leaving process waits for this acknowledgement */
-        session_gone(net, s, FM_PEER_FINALIZED);
+        session_gone(net, s, FM_NET_PEER_LEFT);
         return FM_DROP_NONE;
     }
 }
@@ -1157,7 +1158,7 @@ void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *
         if (!refused && next_usable(net, s, rail) != rail)
             rail_down(net, s, rail, now);
         else
-            session_gone(net, s, s->bye_sent ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+            session_gone(net, s, s->bye_sent ? FM_NET_PEER_LEFT : FM_NET_PEER_FAILED);
     }
 }
 
@@ -1476,7 +1477,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
         return;
     if (s->state == S_HELLO_SENT) {
         if (now - s->t_first_hello > net->p.timeout_ns)
-            session_gone(net, s, FM_PEER_FAILED);
+            session_gone(net, s, FM_NET_PEER_FAILED);
         else if (now >= s->t_hello)
             mark_pending(net, s);
         return;
@@ -1486,7 +1487,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
     if (s->t_last_rx && now - s->t_last_rx > net->p.timeout_ns) {
         fm_info("net", "rank %d silent for %llu ms", s->rank,
                 (unsigned long long)((now - s->t_last_rx) / 1000000));
-        session_gone(net, s, FM_PEER_FAILED);
+        session_gone(net, s, FM_NET_PEER_FAILED);
         return;
     }
     if (!s->t_last_rx)

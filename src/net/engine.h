@@ -26,7 +26,7 @@
 #ifndef FM_NET_ENGINE_H
 #define FM_NET_ENGINE_H
 
-#include "shm/ring.h"
+#include "core/ring.h"
 #include "wire.h"
 
 #include <netinet/in.h>
@@ -47,6 +47,12 @@ enum fm_rail_policy {
 
 struct fm_net;
 struct fm_session;
+
+/* How a session with a peer ended (the peer_gone upcall). */
+enum fm_net_peer_end {
+    FM_NET_PEER_LEFT = 1,   /* it said goodbye (BYE): it left through fm_finalize */
+    FM_NET_PEER_FAILED = 2, /* it died or stopped answering */
+};
 
 /* Sending side of a flow: a mirror of the receiver's ring. */
 struct fm_txflow {
@@ -134,8 +140,8 @@ struct fm_net_upcalls {
     void (*delivered)(void *core, struct fm_rxflow *f);
     /* f's sender ended it: nothing more comes, and f is the core's to free. */
     void (*flow_end)(void *core, struct fm_rxflow *f);
-    /* The peer left (FM_PEER_FINALIZED) or stopped answering (FM_PEER_FAILED). */
-    void (*peer_gone)(void *core, int rank, int state);
+    /* The session with rank ended: how, in an enum fm_net_peer_end. */
+    void (*peer_gone)(void *core, int rank, int how);
     /* The addresses of a rank: out[r] is its address on the subnet of local
      * rail r, sin_family 0 where it has none. 0 if some rail reaches it, else
      * a negative FM_E* code. */

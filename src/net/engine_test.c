@@ -7,7 +7,7 @@
  */
 #include "net/engine.h"
 #include "net/fault.h"
-#include "core/ctx.h"
+#include "core/util.h"
 #include "testing/fmtest.h"
 
 #include <stdlib.h>
@@ -333,7 +333,7 @@ static void test_rails(void)
         now += 10000000;
         CHECK(now - t0 < 3000000000ull);
     }
-    CHECK_EQ(sides[0].gone_state, FM_PEER_FAILED);
+    CHECK_EQ(sides[0].gone_state, FM_NET_PEER_FAILED);
     rail_dead[0] = rail_dead[1] = 0;
     nrails = 1;
 }
@@ -350,7 +350,7 @@ static void test_silence(void)
         now += 10000000;
         CHECK(now - t0 < 3000000000ull);
     }
-    CHECK_EQ(sides[0].gone_state, FM_PEER_FAILED);
+    CHECK_EQ(sides[0].gone_state, FM_NET_PEER_FAILED);
     CHECK(now - t0 >= 2000000000ull);
     struct fm_txflow *f;
     CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), FM_EPEERLOST);
@@ -363,7 +363,7 @@ static void test_bye(void)
     fm_net_bye(sides[0].net);
     for (int i = 0; i < 10 && !sides[1].gone_state; i++)
         exchange(1, 0);
-    CHECK_EQ(sides[1].gone_state, FM_PEER_FINALIZED);
+    CHECK_EQ(sides[1].gone_state, FM_NET_PEER_LEFT);
     CHECK_EQ(fm_net_unacked(sides[0].net), 0);
 }
 

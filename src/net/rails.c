@@ -1,6 +1,7 @@
 #include "rails.h"
 
-#include "core/ctx.h"
+#include "core/util.h"
+#include "fastmsg.h"
 #include "core/log.h"
 
 #include <arpa/inet.h>

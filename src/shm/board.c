@@ -1,6 +1,7 @@
 #include "board.h"
 
-#include "core/ctx.h"
+#include "boot/boot.h"
+#include "core/core_api.h"
 #include "fastmsg.h"
 
 #include <errno.h>
@@ -11,10 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static size_t board_size(const fm_ctx *ctx)
-{
-    return (size_t)ctx->nprocs * sizeof(struct fm_board_slot);
-}
+static size_t board_size(int nprocs) { return (size_t)nprocs * sizeof(struct fm_board_slot); }
 
 /* Maps the board and writes this process's slot. */
 static int map_and_publish(struct fm_board *b, int proc, int segment_fd, char *err,
@@ -33,34 +31,34 @@ static int map_and_publish(struct fm_board *b, int proc, int segment_fd, char *e
     return 0;
 }
 
-int fm_board_create(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
+int fm_board_create(struct fm_board *b, struct fm_boot *boot, int nprocs, int segment_fd,
+                    char *err, size_t errlen)
 {
-    struct fm_board *b = &ctx->board;
-    b->size = board_size(ctx);
+    b->size = board_size(nprocs);
     b->fd = memfd_create("fastmsg-board", MFD_CLOEXEC);
     if (b->fd < 0 || fchmod(b->fd, 0600) < 0 || ftruncate(b->fd, (off_t)b->size) < 0) {
         snprintf(err, errlen, "shm: cannot create the node board: %s", strerror(errno));
         return FM_ESYS;
     }
-    int rc = map_and_publish(b, ctx->my_proc, segment_fd, err, errlen);
+    int rc = map_and_publish(b, 0, segment_fd, err, errlen);
     if (rc)
         return rc;
     char card[FM_BOOT_VAL_MAX], boot_id[64];
     fm_kernel_id(boot_id, sizeof(boot_id));
     snprintf(card, sizeof(card), "%d,%d,%s", (int)getpid(), b->fd, boot_id);
-    rc = ctx->boot.ops->put(&ctx->boot, "board", card);
+    rc = boot->ops->put(boot, "board", card);
     if (rc)
         snprintf(err, errlen, "shm: cannot publish the node board through the %s bootstrap",
-                 ctx->boot.ops->name);
+                 boot->ops->name);
     return rc;
 }
 
-int fm_board_join(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
+int fm_board_join(struct fm_board *b, struct fm_boot *boot, int first, int nprocs, int proc,
+                  int segment_fd, char *err, size_t errlen)
 {
-    struct fm_board *b = &ctx->board;
     char card[FM_BOOT_VAL_MAX], boot_id[64], their_id[64], path[64];
-    int pid, fd, first = ctx->procs[0].rank;
-    if (ctx->boot.ops->get(&ctx->boot, first, "board", card, sizeof(card)) != 0 ||
+    int pid, fd;
+    if (boot->ops->get(boot, first, "board", card, sizeof(card)) != 0 ||
         sscanf(card, "%d,%d,%63s", &pid, &fd, their_id) != 3) {
         snprintf(err, errlen, "shm: rank %d published no usable node board", first);
         return FM_EBOOT;
@@ -74,7 +72,7 @@ int fm_board_join(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
         return FM_EBOOT;
     }
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-    b->size = board_size(ctx);
+    b->size = board_size(nprocs);
     b->fd = open(path, O_RDWR | O_CLOEXEC);
     if (b->fd < 0) {
         int e = errno;
@@ -90,12 +88,12 @@ int fm_board_join(fm_ctx *ctx, int segment_fd, char *err, size_t errlen)
                               "node's process count says", first);
         return FM_EBOOT;
     }
-    return map_and_publish(b, ctx->my_proc, segment_fd, err, errlen);
+    return map_and_publish(b, proc, segment_fd, err, errlen);
 }
 
-int fm_board_read(const fm_ctx *ctx, int proc, pid_t *pid, int *fd)
+int fm_board_read(const struct fm_board *b, int proc, pid_t *pid, int *fd)
 {
-    const struct fm_board_slot *s = &ctx->board.slot[proc];
+    const struct fm_board_slot *s = &b->slot[proc];
     if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
         return -1;
     *pid = (pid_t)s->pid;
@@ -103,9 +101,8 @@ int fm_board_read(const fm_ctx *ctx, int proc, pid_t *pid, int *fd)
     return 0;
 }
 
-void fm_board_close(fm_ctx *ctx)
+void fm_board_close(struct fm_board *b)
 {
-    struct fm_board *b = &ctx->board;
     if (b->slot)
         munmap(b->slot, b->size);
     if (b->fd >= 0)

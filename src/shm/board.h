@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct fm_ctx;
+struct fm_boot;
 
 struct fm_board_slot {
     uint32_t pid;
@@ -31,10 +31,14 @@ struct fm_board {
     struct fm_board_slot *slot; /* [nprocs], or NULL */
 };
 
-int fm_board_create(struct fm_ctx *ctx, int segment_fd, char *err, size_t errlen);
-int fm_board_join(struct fm_ctx *ctx, int segment_fd, char *err, size_t errlen);
+/* The node's first process (local index 0) of nprocs. */
+int fm_board_create(struct fm_board *b, struct fm_boot *boot, int nprocs, int segment_fd,
+                    char *err, size_t errlen);
+/* Local process `proc`; first_rank is the rank of local process 0. */
+int fm_board_join(struct fm_board *b, struct fm_boot *boot, int first_rank, int nprocs, int proc,
+                  int segment_fd, char *err, size_t errlen);
 /* Where local process `proc` published its segment; -1 if it did not. */
-int fm_board_read(const struct fm_ctx *ctx, int proc, pid_t *pid, int *fd);
-void fm_board_close(struct fm_ctx *ctx);
+int fm_board_read(const struct fm_board *b, int proc, pid_t *pid, int *fd);
+void fm_board_close(struct fm_board *b);
 
 #endif

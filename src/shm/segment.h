@@ -17,13 +17,12 @@
 #ifndef FM_SHM_SEGMENT_H
 #define FM_SHM_SEGMENT_H
 
-#include "ring.h"
+#include "core/ring.h"
 
 #include <stdint.h>
 
 #define FM_SEG_MAGIC 0x31304753534d4d46ull /* "FMMSSG01" */
 #define FM_SEG_VERSION 1
-#define FM_EP_MAX_LIMIT 64
 
 enum fm_seg_state {
     FM_SEG_LIVE = 1,

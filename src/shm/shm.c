@@ -1,11 +1,14 @@
 #include "shm.h"
 
 #include "board.h"
+#include "core/core_api.h"
 #include "core/log.h"
 #include "memlimit.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,46 @@
 #include <unistd.h>
 
 #define PAGE 4096u
+
+/* An opened doorbell of an endpoint slot of a local process. */
+struct shm_bell {
+    int fd;                /* our descriptor for its pipe, -1 if not opened */
+    uint32_t gen;          /* endpoint generation it belongs to */
+    struct shm_proc *proc; /* whose */
+    int slot;
+};
+
+/* A process of the job on this node (including this one). */
+struct shm_proc {
+    struct fm_shm *shm;
+    int rank;
+    pid_t pid;
+    int pidfd;              /* readable once it exits; -1 after that was handled */
+    int memfd;              /* its segment */
+    struct fm_seg_hdr *seg; /* our mapping of its segment */
+    struct shm_bell *bells; /* [ep_max], under shm->lock */
+};
+
+struct fm_shm {
+    struct shm_proc *procs; /* [nprocs], in rank order */
+    int nprocs;
+    int my_proc;
+    int ep_max;
+    uint64_t ring_size;
+    size_t max_msg;
+    int32_t *proc_of;       /* [job size]: the local process index of a rank, or -1 */
+    struct fm_seg_hdr *seg; /* own segment */
+    struct fm_board board;  /* during fm_init: where local segments are */
+    uint8_t area_ready[64]; /* slot's ring controls committed and zero */
+    pthread_mutex_t lock;   /* the doorbells */
+};
+
+/* What an endpoint has here: its directory entry and the rings it receives
+ * on, one per (local process, endpoint slot), attached as senders claim them. */
+struct shm_ep {
+    struct fm_seg_ep *dir;
+    struct fm_rx *rx; /* [nprocs * ep_max] */
+};
 
 static uint64_t page_up(uint64_t x) { return FM_ALIGN_UP(x, (uint64_t)PAGE); }
 
@@ -32,12 +75,12 @@ static int pidfd_open_compat(pid_t pid)
 
 /* Sizes of the segment: every process computes them the same way, so a
  * mismatch of FM_EP_MAX or FM_SHM_RING_SIZE between ranks is detected. */
-static void layout(const fm_ctx *ctx, struct fm_seg_hdr *h)
+static void layout(const struct fm_shm *shm, struct fm_seg_hdr *h)
 {
-    uint64_t rings = (uint64_t)ctx->nprocs * (uint64_t)ctx->cfg.ep_max;
-    h->nprocs = (uint32_t)ctx->nprocs;
-    h->ep_max = (uint32_t)ctx->cfg.ep_max;
-    h->ring_size = (uint64_t)ctx->cfg.shm_ring_size;
+    uint64_t rings = (uint64_t)shm->nprocs * (uint64_t)shm->ep_max;
+    h->nprocs = (uint32_t)shm->nprocs;
+    h->ep_max = (uint32_t)shm->ep_max;
+    h->ring_size = shm->ring_size;
     h->hdr_size = page_up(sizeof(struct fm_seg_hdr) + h->ep_max * sizeof(struct fm_seg_ep));
     h->ctl_size = page_up(rings * sizeof(struct fm_ring_ctl));
     h->area_size = h->ctl_size + rings * h->ring_size;
@@ -71,24 +114,68 @@ static int commit(int fd, off_t off, uint64_t len, const char *what, const char 
     return 0;
 }
 
-int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen)
+/* Finds the processes of this job on this node. */
+static int find_procs(fm_ctx *ctx, struct fm_shm *shm)
 {
+    const int *node_of = fm_core_node_of(ctx);
+    int size = fm_core_size(ctx), me = fm_core_rank(ctx);
+    shm->proc_of = malloc(sizeof(*shm->proc_of) * (size_t)size);
+    if (!shm->proc_of)
+        return FM_ENOMEM;
+    int n = 0;
+    for (int r = 0; r < size; r++)
+        shm->proc_of[r] = node_of[r] == node_of[me] ? n++ : -1;
+    shm->procs = calloc((size_t)n, sizeof(*shm->procs));
+    if (!shm->procs)
+        return FM_ENOMEM;
+    shm->nprocs = n;
+    for (int r = 0; r < size; r++) {
+        int p = shm->proc_of[r];
+        if (p < 0)
+            continue;
+        shm->procs[p] = (struct shm_proc){.shm = shm, .rank = r, .pidfd = -1, .memfd = -1};
+        if (r == me)
+            shm->my_proc = p;
+    }
+    fm_core_set_node_procs(ctx, shm->nprocs);
+    return 0;
+}
+
+/* Creates this process's segment; the node's first process also creates
+ * and publishes the node board (board.h). */
+static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
+{
+    const struct fm_config *cfg = fm_core_cfg(ctx);
+    struct fm_shm *shm = calloc(1, sizeof(*shm));
+    if (!shm)
+        return FM_ENOMEM;
+    *state = shm;
+    pthread_mutex_init(&shm->lock, NULL);
+    shm->board.fd = -1;
+    shm->ep_max = (int)cfg->ep_max;
+    shm->ring_size = (uint64_t)cfg->shm_ring_size;
+    shm->max_msg = (size_t)cfg->shm_max_msg;
+    if (find_procs(ctx, shm)) {
+        snprintf(err, errlen, "shm: out of memory");
+        return FM_ENOMEM;
+    }
     struct fm_seg_hdr want;
-    layout(ctx, &want);
+    layout(shm, &want);
     int fd = memfd_create("fastmsg", MFD_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "shm: memfd_create failed: %s", strerror(errno));
         return FM_ESYS;
     }
+    struct shm_proc *me = &shm->procs[shm->my_proc];
+    me->memfd = fd;
     /* Only this user may open it (peers open it through /proc). */
     if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)want.seg_size) < 0) {
         snprintf(err, errlen, "shm: cannot size the shared segment to %llu bytes: %s",
                  (unsigned long long)want.seg_size, strerror(errno));
-        goto err_close;
+        goto err_sys;
     }
     if (commit(fd, 0, want.hdr_size, "the segment header", "FM_EP_MAX")) {
         snprintf(err, errlen, "shm: no memory for the segment header");
-        close(fd);
         return FM_ENOMEM;
     }
     struct fm_seg_hdr *h =
@@ -96,42 +183,43 @@ int fm_shm_setup(fm_ctx *ctx, char *err, size_t errlen)
     if (h == MAP_FAILED) {
         snprintf(err, errlen, "shm: cannot map %llu bytes of shared segment: %s",
                  (unsigned long long)want.seg_size, strerror(errno));
-        goto err_close;
+        goto err_sys;
     }
     *h = want;
     h->version = FM_SEG_VERSION;
     h->pid = (uint32_t)getpid();
     h->state = FM_SEG_LIVE;
     __atomic_store_n(&h->magic, FM_SEG_MAGIC, __ATOMIC_RELEASE);
-    ctx->seg = h;
-    struct fm_proc *me = &ctx->procs[ctx->my_proc];
-    me->memfd = fd;
+    shm->seg = h;
     me->seg = h;
     me->pid = getpid();
 
-    if (ctx->nprocs > 1 && ctx->my_proc == 0)
-        return fm_board_create(ctx, fd, err, errlen);
+    if (shm->nprocs > 1 && shm->my_proc == 0)
+        return fm_board_create(&shm->board, fm_core_boot(ctx), shm->nprocs, fd, err, errlen);
     return 0;
 
-err_close:
-    close(fd);
+err_sys:
     return errno == ENOMEM || errno == ENOSPC || errno == EFBIG ? FM_ENOMEM : FM_ESYS;
 }
 
-int fm_shm_join(fm_ctx *ctx, char *err, size_t errlen)
+/* After a bootstrap fence: writes this process's segment on the board. */
+static int shm_join(fm_ctx *ctx, void *state, char *err, size_t errlen)
 {
-    if (ctx->nprocs == 1 || ctx->my_proc == 0)
+    struct fm_shm *shm = state;
+    if (shm->nprocs == 1 || shm->my_proc == 0)
         return 0;
-    return fm_board_join(ctx, ctx->procs[ctx->my_proc].memfd, err, errlen);
+    return fm_board_join(&shm->board, fm_core_boot(ctx), shm->procs[0].rank, shm->nprocs,
+                         shm->my_proc, shm->procs[shm->my_proc].memfd, err, errlen);
 }
 
 /* Maps the segment of local process p as it wrote on the node board. */
-static int map_peer(fm_ctx *ctx, struct fm_proc *p, char *err, size_t errlen)
+static int map_peer(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p, char *err,
+                    size_t errlen)
 {
     char path[64];
     pid_t pid;
     int fd;
-    if (fm_board_read(ctx, (int)(p - ctx->procs), &pid, &fd) < 0) {
+    if (fm_board_read(&shm->board, (int)(p - shm->procs), &pid, &fd) < 0) {
         snprintf(err, errlen, "shm: rank %d did not write its segment on the node board",
                  p->rank);
         return FM_EBOOT;
@@ -156,7 +244,7 @@ static int map_peer(fm_ctx *ctx, struct fm_proc *p, char *err, size_t errlen)
         return e == ENOENT ? FM_EPEERLOST : FM_EBOOT;
     }
     struct fm_seg_hdr want;
-    layout(ctx, &want);
+    layout(shm, &want);
     struct stat st;
     if (fstat(p->memfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         (uint64_t)st.st_size != want.seg_size) {
@@ -180,58 +268,84 @@ static int map_peer(fm_ctx *ctx, struct fm_proc *p, char *err, size_t errlen)
                  "version", p->rank);
         return FM_EINVAL;
     }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)(p - ctx->procs)};
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, p->pidfd, &ev) < 0) {
+    if (fm_core_watch(ctx, &fm_shm_link, p->pidfd, (uint32_t)(p - shm->procs)) != 0) {
         snprintf(err, errlen, "shm: epoll_ctl: %s", strerror(errno));
         return FM_ESYS;
     }
     return 0;
 }
 
-int fm_shm_connect(fm_ctx *ctx, char *err, size_t errlen)
+/* After the next fence: maps the segments of the other local processes. */
+static int shm_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
 {
-    for (int i = 0; i < ctx->nprocs; i++) {
-        struct fm_proc *p = &ctx->procs[i];
-        p->bells = malloc(sizeof(*p->bells) * (size_t)ctx->cfg.ep_max);
+    struct fm_shm *shm = state;
+    for (int i = 0; i < shm->nprocs; i++) {
+        struct shm_proc *p = &shm->procs[i];
+        p->bells = malloc(sizeof(*p->bells) * (size_t)shm->ep_max);
         if (!p->bells) {
             snprintf(err, errlen, "shm: out of memory");
             return FM_ENOMEM;
         }
-        for (int s = 0; s < ctx->cfg.ep_max; s++)
-            p->bells[s] = (struct fm_bell){.fd = -1, .gen = 0};
-        if (i == ctx->my_proc)
+        for (int s = 0; s < shm->ep_max; s++)
+            p->bells[s] = (struct shm_bell){.fd = -1, .proc = p, .slot = s};
+        if (i == shm->my_proc)
             continue;
-        int rc = map_peer(ctx, p, err, errlen);
+        int rc = map_peer(ctx, shm, p, err, errlen);
         if (rc)
             return rc;
     }
     /* Everyone opened the board before the fence: it has served. */
-    fm_board_close(ctx);
+    fm_board_close(&shm->board);
     return 0;
 }
 
-void fm_shm_teardown(fm_ctx *ctx)
+/* A local peer's pidfd became readable: it exited. */
+static void shm_event(fm_ctx *ctx, void *state, uint32_t proc)
 {
-    fm_board_close(ctx);
-    for (int i = 0; i < ctx->nprocs; i++) {
-        struct fm_proc *p = &ctx->procs[i];
+    struct fm_shm *shm = state;
+    struct shm_proc *p = &shm->procs[proc];
+    if (p->pidfd < 0)
+        return;
+    fm_core_unwatch(ctx, p->pidfd);
+    close(p->pidfd);
+    p->pidfd = -1;
+    int finalized = __atomic_load_n(&p->seg->state, __ATOMIC_ACQUIRE) == FM_SEG_FINALIZED;
+    fm_core_peer_gone(ctx, p->rank, finalized ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+}
+
+static void shm_leaving(fm_ctx *ctx, void *state)
+{
+    (void)ctx;
+    struct fm_shm *shm = state;
+    __atomic_store_n(&shm->seg->state, FM_SEG_FINALIZED, __ATOMIC_RELEASE);
+}
+
+/* Unmaps every segment and closes what setup and start opened. */
+static void shm_teardown(fm_ctx *ctx, void *state)
+{
+    struct fm_shm *shm = state;
+    fm_board_close(&shm->board);
+    for (int i = 0; i < shm->nprocs; i++) {
+        struct shm_proc *p = &shm->procs[i];
         if (p->bells) {
-            for (int s = 0; s < ctx->cfg.ep_max; s++)
+            for (int s = 0; s < shm->ep_max; s++)
                 if (p->bells[s].fd >= 0)
                     close(p->bells[s].fd);
             free(p->bells);
-            p->bells = NULL;
         }
         if (p->seg)
             munmap(p->seg, p->seg->seg_size);
         if (p->memfd >= 0)
             close(p->memfd);
-        if (p->pidfd >= 0)
+        if (p->pidfd >= 0) {
+            fm_core_unwatch(ctx, p->pidfd);
             close(p->pidfd);
-        p->seg = NULL;
-        p->memfd = p->pidfd = -1;
+        }
     }
-    ctx->seg = NULL;
+    free(shm->procs);
+    free(shm->proc_of);
+    pthread_mutex_destroy(&shm->lock);
+    free(shm);
 }
 
 /* Byte offset of a pointer into a segment. */
@@ -240,63 +354,114 @@ static off_t seg_off(const struct fm_seg_hdr *h, const void *p)
     return (off_t)((const char *)p - (const char *)h);
 }
 
-int fm_shm_ep_open(fm_ep *ep)
+/* ---- endpoints -------------------------------------------------------------- */
+
+/* Commits the endpoint's area and publishes it in the directory. */
+static int shm_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
 {
-    fm_ctx *ctx = ep->ctx;
-    struct fm_seg_hdr *h = ctx->seg;
-    struct fm_ring_ctl *ctl = fm_seg_ctl(h, ep->slot, 0);
+    (void)ctx;
+    struct fm_shm *shm = state;
+    struct fm_seg_hdr *h = shm->seg;
+    int slot = fm_core_ep_slot(ep);
+    struct shm_ep *se = calloc(1, sizeof(*se));
+    if (se)
+        se->rx = calloc((size_t)shm->nprocs * (size_t)shm->ep_max, sizeof(*se->rx));
+    if (!se || !se->rx) {
+        free(se);
+        return FM_ENOMEM;
+    }
     /* An area whose last endpoint got no shm traffic is still committed
      * and still zero: skip the system call. */
-    if (!ctx->area_ready[ep->slot]) {
-        int rc = commit(ctx->procs[ctx->my_proc].memfd, seg_off(h, ctl), h->ctl_size,
-                        "an endpoint", "FM_EP_MAX");
-        if (rc)
+    if (!shm->area_ready[slot]) {
+        int rc = commit(shm->procs[shm->my_proc].memfd, seg_off(h, fm_seg_ctl(h, slot, 0)),
+                        h->ctl_size, "an endpoint", "FM_EP_MAX");
+        if (rc) {
+            free(se->rx);
+            free(se);
             return rc;
-        ctx->area_ready[ep->slot] = 1;
+        }
+        shm->area_ready[slot] = 1;
     }
-    struct fm_seg_ep *d = &h->ep[ep->slot];
-    d->channel = ep->channel;
+    struct fm_seg_ep *d = &h->ep[slot];
+    d->channel = fm_core_ep_channel(ep);
     __atomic_store_n(&d->bell_fd, -1, __ATOMIC_RELAXED); /* made at the first sleep */
     d->sleeping = 0;
     d->nclaimed = 0;
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* odd: open */
-    ep->dir = d;
+    se->dir = d;
+    fm_core_ep_sleep_word(ep, &d->sleeping);
+    fm_core_ep_news(ep, &fm_shm_link, &d->nclaimed);
+    *ep_state = se;
     return 0;
 }
 
-int fm_shm_ep_bell(fm_ep *ep)
+/* Senders find the doorbell in the directory: published before `sleeping`
+ * is ever set, which they read first. */
+static void shm_ep_bell(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int fd,
+                        uint64_t ino)
 {
-    int fds[2];
-    struct stat st;
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
-        fm_error("shm", "cannot create a doorbell pipe: %s", strerror(errno));
-        return errno == EMFILE || errno == ENFILE ? FM_ELIMIT : FM_ESYS;
-    }
-    fstat(fds[1], &st);
-    ep->bell_rd = fds[0];
-    __atomic_store_n(&ep->bell_wr, fds[1], __ATOMIC_RELEASE); /* read by fm_core_wake */
-    struct fm_seg_ep *d = ep->dir;
-    d->bell_ino = (uint64_t)st.st_ino;
-    /* Published before `sleeping` is ever set, which senders read first. */
-    __atomic_store_n(&d->bell_fd, fds[1], __ATOMIC_RELEASE);
-    return 0;
+    (void)ctx, (void)state, (void)ep;
+    struct shm_ep *se = ep_state;
+    se->dir->bell_ino = ino;
+    __atomic_store_n(&se->dir->bell_fd, fd, __ATOMIC_RELEASE);
 }
 
-void fm_shm_ep_close(fm_ep *ep)
+/* Unpublishes the endpoint and returns its memory to the system. */
+static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 {
-    fm_ctx *ctx = ep->ctx;
-    struct fm_seg_hdr *h = ctx->seg;
-    struct fm_seg_ep *d = &h->ep[ep->slot];
+    (void)ctx;
+    struct fm_shm *shm = state;
+    struct shm_ep *se = ep_state;
+    struct fm_seg_hdr *h = shm->seg;
+    int slot = fm_core_ep_slot(ep);
+    struct fm_seg_ep *d = se->dir;
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* even: closed */
     /* Zero the area and give its pages back, so the next endpoint starts
      * fresh; an area no sender claimed a ring in is still zero. */
     if (__atomic_load_n(&d->nclaimed, __ATOMIC_ACQUIRE)) {
-        fallocate(ctx->procs[ctx->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                  seg_off(h, fm_seg_ctl(h, ep->slot, 0)), (off_t)h->area_size);
-        ctx->area_ready[ep->slot] = 0;
+        fallocate(shm->procs[shm->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  seg_off(h, fm_seg_ctl(h, slot, 0)), (off_t)h->area_size);
+        shm->area_ready[slot] = 0;
     }
-    /* The doorbell stays until the endpoint is freed: a link's thread may
-     * still ring it until the link has let go of the endpoint. */
+    free(se->rx);
+    free(se);
+}
+
+/* Attaches the endpoint's rings that senders claimed since the last look. */
+static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+{
+    (void)ctx;
+    struct fm_shm *shm = state;
+    struct shm_ep *se = ep_state;
+    struct fm_seg_hdr *h = shm->seg;
+    int slot = fm_core_ep_slot(ep), rings = shm->nprocs * shm->ep_max;
+    for (int i = 0; i < rings; i++) {
+        struct fm_rx *rx = &se->rx[i];
+        if (rx->ring.ctl)
+            continue;
+        struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, i);
+        if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
+            continue;
+        rx->ring = (struct fm_ring){
+            .ctl = ctl, .data = fm_seg_data(h, slot, i), .size = h->ring_size};
+        rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
+        rx->link = &fm_shm_link;
+        rx->src_rank = shm->procs[i / shm->ep_max].rank;
+        rx->src = FM_ADDR_NONE;
+        if (fm_core_ep_attach_rx(ep, rx) != 0) {
+            rx->ring.ctl = NULL; /* looked at again at the next claim */
+            return;
+        }
+    }
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+static int shm_reaches(fm_ctx *ctx, void *state, int peer)
+{
+    (void)ctx;
+    struct fm_shm *shm = state;
+    return shm->proc_of[peer] >= 0;
 }
 
 /* Slot of the open endpoint on `channel` in a directory, its generation in
@@ -316,26 +481,32 @@ static int find_slot(struct fm_seg_hdr *h, uint32_t channel, uint32_t *gen)
     return -1;
 }
 
-int fm_shm_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
+/*
+ * Fills rt with the ring from ep to endpoint (rank, channel) on this node,
+ * claiming it on first use. FM_EAGAIN if that endpoint is not open (yet),
+ * FM_EPEERLOST if the process is gone, FM_ENOMEM if its memory cannot be
+ * committed.
+ */
+static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int rank,
+                       uint32_t channel, struct fm_route *rt)
 {
-    fm_ctx *ctx = ep->ctx;
-    int p = ctx->peers[rank].proc;
-    struct fm_proc *proc = &ctx->procs[p];
+    (void)ep_state;
+    struct fm_shm *shm = state;
+    struct shm_proc *proc = &shm->procs[shm->proc_of[rank]];
     struct fm_seg_hdr *h = proc->seg;
     uint32_t gen;
-    if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
+    if (!fm_core_peer_up(ctx, rank))
         return FM_EPEERLOST;
     int slot = find_slot(h, channel, &gen);
     if (slot < 0) {
         if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == FM_SEG_FINALIZED) {
-            pthread_mutex_lock(&ctx->lock);
-            fm_ctx_peer_gone(ctx, rank, FM_PEER_FINALIZED);
-            pthread_mutex_unlock(&ctx->lock);
+            fm_core_peer_gone(ctx, rank, FM_PEER_FINALIZED);
             return FM_EPEERLOST;
         }
         return FM_EAGAIN;
     }
-    int ring = ctx->my_proc * (int)h->ep_max + ep->slot;
+    int my_slot = fm_core_ep_slot(ep);
+    int ring = shm->my_proc * (int)h->ep_max + my_slot;
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, ring);
     unsigned char *data = fm_seg_data(h, slot, ring);
     if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE)) {
@@ -343,32 +514,32 @@ int fm_shm_resolve(fm_ep *ep, int rank, uint32_t channel, struct fm_route *rt)
                         "FM_SHM_RING_SIZE");
         if (rc)
             return rc;
-        ctl->producer_proc = (uint32_t)ctx->my_proc;
-        ctl->producer_ep = (uint32_t)ep->slot;
+        ctl->producer_proc = (uint32_t)shm->my_proc;
+        ctl->producer_ep = (uint32_t)my_slot;
         __atomic_store_n(&ctl->claimed, 1, __ATOMIC_RELEASE);
         __atomic_fetch_add(&h->ep[slot].nclaimed, 1, __ATOMIC_RELEASE);
     }
-    rt->dst = fm_addr_make(rank, channel);
-    rt->link = &fm_shm_link;
+    uint32_t my_channel = fm_core_ep_channel(ep);
     rt->gen_word = &h->ep[slot].gen;
     rt->gen = gen;
-    rt->dir = &h->ep[slot];
     rt->ring = (struct fm_ring){.ctl = ctl, .data = data, .size = h->ring_size};
-    rt->proc = p;
-    rt->slot = slot;
-    rt->need_src = !(ctl->src_told && ctl->src_channel == ep->channel);
+    rt->direct = 1;
+    rt->sleeping = &h->ep[slot].sleeping;
+    rt->link_rt = &proc->bells[slot];
+    rt->need_src = !(ctl->src_told && ctl->src_channel == my_channel);
     return 0;
 }
 
-void fm_shm_ring_bell(fm_ctx *ctx, int proc, int slot)
+/* Wakes the endpoint behind a doorbell (it sleeps in fm_wait). */
+static void ring_bell(struct shm_bell *b)
 {
-    struct fm_proc *p = &ctx->procs[proc];
-    pthread_mutex_lock(&ctx->lock);
-    if (!p->seg || !p->bells)
+    struct shm_proc *p = b->proc;
+    struct fm_shm *shm = p->shm;
+    pthread_mutex_lock(&shm->lock);
+    if (!p->seg)
         goto out;
-    struct fm_seg_ep *d = &p->seg->ep[slot];
+    struct fm_seg_ep *d = &p->seg->ep[b->slot];
     uint32_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
-    struct fm_bell *b = &p->bells[slot];
     if (!(gen & 1))
         goto out;
     if (b->fd < 0 || b->gen != gen) {
@@ -377,6 +548,7 @@ void fm_shm_ring_bell(fm_ctx *ctx, int proc, int slot)
         if (b->fd >= 0)
             close(b->fd);
         int fd = __atomic_load_n(&d->bell_fd, __ATOMIC_ACQUIRE);
+        b->fd = -1;
         if (fd < 0)
             goto out; /* not sleeping after all: it makes its bell first */
         snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid, fd);
@@ -400,58 +572,96 @@ void fm_shm_ring_bell(fm_ctx *ctx, int proc, int slot)
     ssize_t n = write(b->fd, "", 1);
     (void)n;
 out:
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&shm->lock);
 }
 
-void fm_shm_refresh_rx(fm_ep *ep)
+static void shm_notify(fm_ep *ep, struct fm_route *rt)
 {
-    fm_ctx *ctx = ep->ctx;
-    struct fm_seg_hdr *h = ctx->seg;
-    ep->nclaimed_seen = __atomic_load_n(&ep->dir->nclaimed, __ATOMIC_ACQUIRE);
-    int rings = ctx->nprocs * ctx->cfg.ep_max;
-    for (int i = 0; i < rings; i++) {
-        struct fm_rx *rx = &ep->rx[i];
-        if (rx->ring.ctl)
-            continue;
-        struct fm_ring_ctl *ctl = fm_seg_ctl(h, ep->slot, i);
-        if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
-            continue;
-        rx->ring = (struct fm_ring){
-            .ctl = ctl, .data = fm_seg_data(h, ep->slot, i), .size = h->ring_size};
-        rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
-        rx->src = FM_ADDR_NONE;
-        ep->active[ep->nactive++] = rx;
+    (void)ep;
+    ring_bell(rt->link_rt);
+}
+
+static size_t shm_max_msg(const fm_ctx *ctx) { return (size_t)fm_core_cfg(ctx)->shm_max_msg; }
+
+/* ---- receiving --------------------------------------------------------------- */
+
+/* The endpoint freed space in a ring: wake its sender if it waits for it.
+ * The fence pairs with the one a sender makes between asking for space and
+ * rechecking head before it sleeps. */
+static void shm_released(fm_ctx *ctx, void *state, struct fm_rx *rx)
+{
+    struct fm_shm *shm = state;
+    fm_core_fence(ctx);
+    struct fm_ring_ctl *ctl = rx->ring.ctl;
+    if (fm_unlikely(__atomic_load_n(&ctl->space_wanted, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&ctl->space_wanted, 0, __ATOMIC_RELAXED);
+        if (ctl->producer_proc < (uint32_t)shm->nprocs &&
+            ctl->producer_ep < (uint32_t)shm->ep_max)
+            ring_bell(&shm->procs[ctl->producer_proc].bells[ctl->producer_ep]);
     }
 }
 
-/* ---- the link ops ----------------------------------------------------------- */
+/* ---- what fm_info shows -------------------------------------------------------- */
 
-static ssize_t shm_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
-                        size_t total)
+/* Whether the link can work here: a memfd that reopens through /proc. */
+static void shm_info(const struct fm_config *cfg, FILE *out)
 {
-    return fm_shm_send(ep, rt, iov, iovcnt, total);
+    char why[160];
+    int fd = memfd_create("fm_info", MFD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, sizeof(why), "unavailable: memfd_create: %s", strerror(errno));
+    } else {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+        int fd2 = open(path, O_RDWR | O_CLOEXEC);
+        if (fd2 < 0)
+            snprintf(why, sizeof(why), "unavailable: cannot reopen a memfd through /proc: %s",
+                     strerror(errno));
+        else
+            snprintf(why, sizeof(why), "available");
+        if (fd2 >= 0)
+            close(fd2);
+        close(fd);
+    }
+    fprintf(out, "  shm   shared-memory rings between ranks of one node: %s%s\n", why,
+            (cfg->transports & FM_TRANSPORT_SHM) ? "" : " (disabled by FM_TRANSPORTS)");
 }
 
-static ssize_t shm_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
+static void shm_info_limits(const struct fm_config *cfg, FILE *out)
 {
-    if (rt->need_src && fm_shm_tell_src(ep, rt) < 0)
-        return FM_EAGAIN;
-    int64_t n = fm_ring_take_grant(&rt->ring, len, (size_t)ep->ctx->cfg.shm_max_msg, buf);
-    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+    fprintf(out,
+            "  largest message per send (shm)  %lld bytes (FM_SHM_MAX_MSG; longer sends take "
+            "a prefix)\n",
+            (long long)cfg->shm_max_msg);
+    fprintf(out, "  receive ring per sender (shm)   %lld bytes (FM_SHM_RING_SIZE)\n",
+            (long long)cfg->shm_ring_size);
+    fprintf(out,
+            "  shared memory per process, L ranks on the node, E endpoints open, S sending\n"
+            "  endpoints that have talked to them:\n"
+            "      committed = 4 KiB + E * ceil4K(L * %lld * %zu B) + S * %lld B\n"
+            "      at most   = 4 KiB + E * (L * %lld * (%zu B + %lld B))\n",
+            (long long)cfg->ep_max, sizeof(struct fm_ring_ctl), (long long)cfg->shm_ring_size,
+            (long long)cfg->ep_max, sizeof(struct fm_ring_ctl), (long long)cfg->shm_ring_size);
 }
-
-static void shm_commit(fm_ep *ep, struct fm_route *rt, size_t len)
-{
-    fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
-    fm_shm_notify(ep->ctx, rt);
-}
-
-static size_t shm_max_msg(const fm_ep *ep) { return (size_t)ep->ctx->cfg.shm_max_msg; }
 
 const struct fm_link fm_shm_link = {
     .name = "shm",
-    .send = shm_send,
-    .grant = shm_grant,
-    .commit = shm_commit,
+    .transport = FM_TRANSPORT_SHM,
+    .setup = shm_setup,
+    .join = shm_join,
+    .start = shm_start,
+    .leaving = shm_leaving,
+    .teardown = shm_teardown,
+    .ep_open = shm_ep_open,
+    .ep_bell = shm_ep_bell,
+    .ep_close = shm_ep_close,
+    .reaches = shm_reaches,
+    .resolve = shm_resolve,
+    .notify = shm_notify,
     .max_msg = shm_max_msg,
+    .refresh = shm_refresh,
+    .released = shm_released,
+    .event = shm_event,
+    .info = shm_info,
+    .info_limits = shm_info_limits,
 };

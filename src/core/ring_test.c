@@ -1,6 +1,6 @@
 /* The ring on its own, in one process: records, wrap-around, padding,
  * back-pressure, and a long randomized stream checked byte by byte. */
-#include "shm/ring.h"
+#include "core/ring.h"
 #include "testing/fmtest.h"
 
 #include <stdlib.h>

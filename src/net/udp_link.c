@@ -1,0 +1,793 @@
+/*
+ * The UDP link: the session engine (engine.h) on one UDP socket per rail
+ * (udp.h, rails.h), plugged into the core through the link interface.
+ * Routes to ranks that shared memory does not reach (or all of them, with
+ * FM_TRANSPORTS=udp) go through here.
+ *
+ * Progress happens inside fastmsg calls: a send hands its records to the
+ * engine at once; receiving, waiting and fm_progress read the sockets, run
+ * timers and flush. With FM_PROGRESS_THREAD=1 a thread does it as well.
+ * Everything that touches the engine holds the link's lock; the engine's
+ * upcalls run under it and call the core (core_api.h), which takes
+ * ctx->lock after it: the lock order of core_api.h.
+ */
+#include "udp_link.h"
+
+#include "core/core_api.h"
+#include "core/log.h"
+#include "engine.h"
+#include "fault.h"
+#include "rails.h"
+#include "crc32c.h"
+#include "udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+struct udp_link {
+    fm_ctx *ctx;
+    struct fm_net *engine;
+    struct fm_udp rail[FM_RAILS_MAX]; /* a socket per rail */
+    int nrails;
+    struct fm_fault fault;
+    pthread_mutex_t lock;
+    struct fm_pkt_out out[FM_UDP_SEND_MAX];
+    struct fm_pkt_out by_rail[FM_UDP_SEND_MAX]; /* out, one rail's packets at a time */
+    struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
+    int nparked, parked_cap;
+    pthread_t thread;
+    int thread_on;
+    int stop_fd;               /* eventfd that ends the progress thread */
+    int stop;
+};
+
+/* A flow's ring as an endpoint reads it: the core's fm_rx, and its place
+ * in the list of its endpoint's rings (under the link's lock). */
+struct udp_rx {
+    struct fm_rx rx;
+    fm_ep *ep;
+    struct udp_rx *next, **pprev;
+};
+
+/* What an endpoint has here: the rings of the flows it receives. */
+struct udp_ep {
+    struct udp_rx *rings;
+};
+
+static struct udp_rx *udp_rx_of(struct fm_rx *rx)
+{
+    return (struct udp_rx *)((char *)rx - offsetof(struct udp_rx, rx));
+}
+
+/* ---- progress ------------------------------------------------------------------ */
+
+/* Receive batches between which acknowledgements go out: a sender learns
+ * of its data soon even while a long queue is being read. */
+#define RECV_ROUNDS 4
+
+/* Sends n packets of nl->out, each on its rail's socket; one rail's packets
+ * stay together so that runs of them go as one GSO send. */
+static void send_out(struct udp_link *nl, int n)
+{
+    if (nl->nrails == 1) {
+        fm_udp_send(&nl->rail[0], nl->engine, nl->out, n);
+        return;
+    }
+    for (int r = 0; r < nl->nrails; r++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (nl->out[i].rail == r)
+                nl->by_rail[m++] = nl->out[i];
+        if (m)
+            fm_udp_send(&nl->rail[r], nl->engine, nl->by_rail, m);
+    }
+}
+
+/* Sends what the engine has, in batches. */
+static void output(struct udp_link *nl, int flush, uint64_t now)
+{
+    int n;
+    do {
+        n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
+        if (n)
+            send_out(nl, n);
+    } while (n == FM_UDP_SEND_MAX);
+}
+
+/* Receives, runs timers, sends. Called with the link's lock held. */
+static int run(struct udp_link *nl, int flush)
+{
+    int got = 0;
+    for (int round = 0; round < RECV_ROUNDS; round++) {
+        uint64_t now = fm_now_ns();
+        uint32_t busy = 0;
+        for (int r = 0; r < nl->nrails; r++) {
+            got += fm_udp_recv(&nl->rail[r], nl->engine, now);
+            busy |= (uint32_t)nl->rail[r].busy << r;
+        }
+        fm_net_set_rails_busy(nl->engine, busy);
+        output(nl, flush, now);
+        if (!busy)
+            break;
+    }
+    return got;
+}
+
+static int udp_progress(fm_ctx *ctx, void *state, int flush)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    if (pthread_mutex_trylock(&nl->lock) != 0)
+        return 0; /* another thread is at it */
+    int got = run(nl, flush);
+    pthread_mutex_unlock(&nl->lock);
+    return got;
+}
+
+static uint64_t udp_deadline(fm_ctx *ctx, void *state)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    pthread_mutex_lock(&nl->lock);
+    uint64_t d = fm_net_deadline(nl->engine);
+    pthread_mutex_unlock(&nl->lock);
+    return d;
+}
+
+static void *progress_thread(void *arg)
+{
+    struct udp_link *nl = arg;
+    struct pollfd pfd[FM_RAILS_MAX + 1];
+    for (int r = 0; r < nl->nrails; r++)
+        pfd[r] = (struct pollfd){.fd = nl->rail[r].fd, .events = POLLIN};
+    pfd[nl->nrails] = (struct pollfd){.fd = nl->stop_fd, .events = POLLIN};
+    while (!__atomic_load_n(&nl->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t d = udp_deadline(nl->ctx, nl), now = fm_now_ns();
+        int ms = d == UINT64_MAX ? 100 : d <= now ? 0 : (int)FM_MIN((d - now) / 1000000 + 1, 100);
+        poll(pfd, (nfds_t)nl->nrails + 1, ms);
+        pthread_mutex_lock(&nl->lock);
+        run(nl, 1);
+        pthread_mutex_unlock(&nl->lock);
+    }
+    return NULL;
+}
+
+/* ---- upcalls from the engine (the link's lock held) ---------------------------- */
+
+/* Offers a flow's ring to the endpoint open on its channel; without one,
+ * the flow is parked until the channel opens, like a ULFM port's
+ * unexpected messages. */
+static void offer(struct udp_link *nl, struct fm_rxflow *f)
+{
+    struct udp_rx *u = calloc(1, sizeof(*u));
+    if (u) {
+        u->rx.ring = f->ring;
+        u->rx.link = &fm_udp_link;
+        u->rx.link_rx = f;
+        u->rx.src_rank = f->src_rank;
+        u->rx.src = fm_addr_make(f->src_rank, f->src_channel);
+        u->rx.ended = __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE);
+        u->ep = fm_core_attach_rx(nl->ctx, f->dst_channel, &u->rx);
+        if (u->ep) {
+            /* The endpoint cannot close before we let go of the lock: its
+             * ep_close takes it. */
+            struct udp_ep *ue = fm_core_ep_state(u->ep, &fm_udp_link);
+            u->next = ue->rings;
+            u->pprev = &ue->rings;
+            if (ue->rings)
+                ue->rings->pprev = &u->next;
+            ue->rings = u;
+            f->owner = u;
+            return;
+        }
+        free(u);
+    }
+    f->owner = NULL;
+    if (nl->nparked == nl->parked_cap) {
+        int cap = nl->parked_cap ? nl->parked_cap * 2 : 8;
+        struct fm_rxflow **a = realloc(nl->parked, sizeof(*a) * (size_t)cap);
+        if (!a) {
+            fm_error("net", "out of memory: a flow to channel %u is dropped", f->dst_channel);
+            if (f->ended)
+                fm_net_rxflow_free(f);
+            else
+                fm_net_orphan(nl->engine, f);
+            return;
+        }
+        nl->parked = a;
+        nl->parked_cap = cap;
+    }
+    nl->parked[nl->nparked++] = f;
+    fm_debug("net", "a flow from rank %d waits for channel %u to open", f->src_rank,
+             f->dst_channel);
+}
+
+static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
+{
+    (void)src_rank; /* f->src_rank */
+    offer(core, f);
+}
+
+static void up_flow_end(void *core, struct fm_rxflow *f)
+{
+    (void)core;
+    if (f->orphan) {
+        fm_net_rxflow_free(f); /* nobody reads it */
+        return;
+    }
+    /* Read to its end by its endpoint (or the one that adopts it from the
+     * parked list), then freed by retire. */
+    struct udp_rx *u = f->owner;
+    if (u) {
+        fm_core_rx_end(&u->rx);
+        fm_core_wake(u->ep);
+    }
+}
+
+static void up_delivered(void *core, struct fm_rxflow *f)
+{
+    (void)core;
+    struct udp_rx *u = f->owner;
+    if (u)
+        fm_core_wake(u->ep);
+}
+
+static void up_peer_gone(void *core, int rank, int how)
+{
+    struct udp_link *nl = core;
+    fm_core_peer_gone(nl->ctx, rank,
+                      how == FM_NET_PEER_LEFT ? FM_PEER_FINALIZED : FM_PEER_FAILED);
+}
+
+static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
+{
+    struct udp_link *nl = core;
+    fm_ctx *ctx = nl->ctx;
+    struct fm_boot *boot = fm_core_boot(ctx);
+    char card[FM_BOOT_VAL_MAX];
+    if (boot->ops->get(boot, rank, "net", card, sizeof(card)) != 0) {
+        fm_error("net", "rank %d published no network address (is udp in its FM_TRANSPORTS?)",
+                 rank);
+        return FM_EUNREACH;
+    }
+    int matched = fm_rails_match(nl->rail, nl->nrails, card, out);
+    if (matched < 0) {
+        fm_error("net", "rank %d published a malformed address card '%s'", rank, card);
+        return FM_EUNREACH;
+    }
+    /* A rail that cannot reach the peer is said once, not silently used. */
+    for (int r = 0; r < nl->nrails; r++)
+        if (!out[r].sin_family)
+            fm_log_limited(FM_LOG_WARN, "net", 8,
+                           "rail %d (%s, %s) reaches none of rank %d's rails (%s): not used "
+                           "towards it",
+                           r, nl->rail[r].ifname, inet_ntoa(nl->rail[r].addr.sin_addr), rank,
+                           card);
+    for (int r = 0; r < nl->nrails; r++)
+        if (out[r].sin_family)
+            fm_info("net", "rank %d: rail %d (%s %s) pairs with %s:%u", rank, r,
+                    nl->rail[r].ifname, inet_ntoa(nl->rail[r].addr.sin_addr),
+                    inet_ntoa(out[r].sin_addr), ntohs(out[r].sin_port));
+    if (!matched) {
+        fm_error("net", "none of this process's rails (FM_RAILS=%s) shares a subnet with "
+                        "rank %d's (%s)",
+                 fm_core_cfg(ctx)->rails, rank, card);
+        return FM_EUNREACH;
+    }
+    return 0;
+}
+
+/* ---- endpoints ------------------------------------------------------------------- */
+
+static int udp_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
+{
+    (void)ctx, (void)state, (void)ep;
+    struct udp_ep *ue = calloc(1, sizeof(*ue));
+    if (!ue)
+        return FM_ENOMEM;
+    *ep_state = ue;
+    return 0;
+}
+
+/* The endpoint is published: the flows parked for its channel join it. */
+static void udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+{
+    (void)ctx, (void)ep, (void)ep_state;
+    struct udp_link *nl = state;
+    pthread_mutex_lock(&nl->lock);
+    int n = nl->nparked;
+    struct fm_rxflow **parked = nl->parked;
+    /* offer() parks again what finds no endpoint: start from an empty list. */
+    nl->parked = NULL;
+    nl->nparked = nl->parked_cap = 0;
+    for (int i = 0; i < n; i++)
+        offer(nl, parked[i]);
+    free(parked);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+/* The endpoint closed: the senders of its flows are told to stop; ended
+ * flows are ours to free. */
+static void udp_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+{
+    (void)ctx, (void)ep;
+    struct udp_link *nl = state;
+    struct udp_ep *ue = ep_state;
+    pthread_mutex_lock(&nl->lock);
+    for (struct udp_rx *u = ue->rings, *next; u; u = next) {
+        next = u->next;
+        struct fm_rxflow *f = u->rx.link_rx;
+        f->owner = NULL;
+        if (f->ended)
+            fm_net_rxflow_free(f);
+        else
+            fm_net_orphan(nl->engine, f);
+        free(u);
+    }
+    pthread_mutex_unlock(&nl->lock);
+    free(ue);
+}
+
+/* An ended flow's ring, read to its end and detached, goes away. */
+static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    struct udp_rx *u = udp_rx_of(rx);
+    pthread_mutex_lock(&nl->lock);
+    *u->pprev = u->next;
+    if (u->next)
+        u->next->pprev = u->pprev;
+    fm_net_rxflow_free(rx->link_rx); /* its ring goes back to the engine's spares */
+    pthread_mutex_unlock(&nl->lock);
+    free(u);
+}
+
+/* Released bytes go back to the sender as credit. */
+static void udp_released(fm_ctx *ctx, void *state, struct fm_rx *rx)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_released(nl->engine, rx->link_rx);
+    run(nl, 0);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+/* ---- sending ---------------------------------------------------------------------- */
+
+static size_t udp_max_msg(const fm_ctx *ctx)
+{
+    return (size_t)fm_core_cfg(ctx)->net_ring_size / 4;
+}
+
+/*
+ * The engine may end a flow at any time from another thread (its receiver
+ * closed, FLOW_STOP) and then frees its ring: a route checked before that is
+ * stale. So the ring is written under the link's lock, after looking at the
+ * flow's generation once more; a stale route answers FM_EAGAIN, and the
+ * core resolves it again at the next try (fm_ep_ready sees it invalid).
+ */
+static int route_current(const struct fm_route *rt)
+{
+    return __atomic_load_n(rt->gen_word, __ATOMIC_ACQUIRE) == rt->gen;
+}
+
+/* Hands new records to the engine and lets what can go, go (lock held). */
+static void kick(struct udp_link *nl, struct fm_txflow *f, fm_ctx *ctx)
+{
+    fm_txflow_wrote(f, fm_now_ns(), (uint64_t)fm_core_cfg(ctx)->net_gather_us * 1000u);
+    fm_net_kick(nl->engine, f);
+    output(nl, 0, fm_now_ns());
+}
+
+static ssize_t udp_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
+                        size_t total)
+{
+    fm_ctx *ctx = fm_core_ep_ctx(ep);
+    struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
+    pthread_mutex_lock(&nl->lock);
+    int64_t n = route_current(rt) ? fm_ring_take(&rt->ring, total, rt->max_msg) : -1;
+    if (n >= 0) {
+        fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
+        kick(nl, rt->link_rt, ctx);
+    }
+    pthread_mutex_unlock(&nl->lock);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+}
+
+/* A grant pins the ring until its commit (or the route lets go of the
+ * flow): the caller writes into it without the lock. */
+static ssize_t udp_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
+{
+    struct udp_link *nl = fm_core_link_state(fm_core_ep_ctx(ep), &fm_udp_link);
+    pthread_mutex_lock(&nl->lock);
+    int64_t n = route_current(rt) ? fm_ring_take_grant(&rt->ring, len, rt->max_msg, buf) : -1;
+    if (n >= 0)
+        fm_net_flow_pin(nl->engine, rt->link_rt, 1);
+    pthread_mutex_unlock(&nl->lock);
+    return n < 0 ? FM_EAGAIN : (ssize_t)n;
+}
+
+static void udp_commit(fm_ep *ep, struct fm_route *rt, size_t len)
+{
+    fm_ctx *ctx = fm_core_ep_ctx(ep);
+    struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
+    pthread_mutex_lock(&nl->lock);
+    /* A flow that ended meanwhile has no receiver: the message is dropped,
+     * as what comes for a closed endpoint is. */
+    if (route_current(rt)) {
+        fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
+        kick(nl, rt->link_rt, ctx);
+    }
+    fm_net_flow_pin(nl->engine, rt->link_rt, 0);
+    pthread_mutex_unlock(&nl->lock);
+}
+
+/* The route lets go of its flow; when its endpoint closes, the flow ends
+ * after its data. */
+static void udp_drop(fm_ep *ep, struct fm_route *rt, int closing)
+{
+    struct fm_txflow *f = rt->link_rt;
+    if (!f)
+        return;
+    struct udp_link *nl = fm_core_link_state(fm_core_ep_ctx(ep), &fm_udp_link);
+    pthread_mutex_lock(&nl->lock);
+    if (closing)
+        fm_net_flow_end(nl->engine, f);
+    fm_net_flow_put(nl->engine, f);
+    pthread_mutex_unlock(&nl->lock);
+    rt->link_rt = NULL;
+}
+
+static int udp_reaches(fm_ctx *ctx, void *state, int peer)
+{
+    (void)ctx, (void)state, (void)peer;
+    return 1; /* asked after shm: whatever it does not reach */
+}
+
+static int udp_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int rank,
+                       uint32_t channel, struct fm_route *rt)
+{
+    (void)ctx, (void)ep_state;
+    struct udp_link *nl = state;
+    struct fm_txflow *f;
+    pthread_mutex_lock(&nl->lock);
+    int rc = fm_net_flow(nl->engine, rank, fm_core_ep_channel(ep), channel, &f);
+    if (!rc) {
+        /* Under the lock: the engine may end the flow as soon as it is let go. */
+        rt->link_rt = f;
+        rt->gen_word = &f->gen;
+        rt->gen = f->gen;
+        rt->ring = f->ring;
+        rt->direct = 0;
+        rt->sleeping = NULL;
+        rt->need_src = 0;
+    }
+    pthread_mutex_unlock(&nl->lock);
+    return rc;
+}
+
+/* ---- setup ------------------------------------------------------------------------- */
+
+/* Whether any rank of the job talks over the network: the same answer on
+ * every rank, since all read the same node map and configuration. */
+static int job_needs_net(fm_ctx *ctx)
+{
+    if (!(fm_core_cfg(ctx)->transports & FM_TRANSPORT_SHM))
+        return 1;
+    const int *node_of = fm_core_node_of(ctx);
+    for (int r = 1; r < fm_core_size(ctx); r++)
+        if (node_of[r] != node_of[0])
+            return 1;
+    return 0;
+}
+
+/* Rank 0 makes the job key and publishes it for the others. */
+static int publish_job_key(struct fm_boot *boot, char *err, size_t errlen)
+{
+    uint8_t key[16];
+    char hex[33];
+    if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+        snprintf(err, errlen, "net: no randomness for the job key: %s", strerror(errno));
+        return FM_ESYS;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    int rc = boot->ops->put(boot, "key", hex);
+    if (rc)
+        snprintf(err, errlen, "net: cannot publish the job key");
+    return rc;
+}
+
+/* Before the bootstrap fence: opens the sockets, publishes their address
+ * (and, on rank 0, the job key). */
+static int udp_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
+{
+    const struct fm_config *cfg = fm_core_cfg(ctx);
+    struct fm_boot *boot = fm_core_boot(ctx);
+    if (!job_needs_net(ctx))
+        return 0;
+    int rc;
+    if (fm_core_rank(ctx) == 0 && (rc = publish_job_key(boot, err, errlen)) != 0)
+        return rc;
+    struct udp_link *nl = calloc(1, sizeof(*nl));
+    if (!nl)
+        return FM_ENOMEM;
+    nl->ctx = ctx;
+    nl->stop_fd = -1;
+    pthread_mutex_init(&nl->lock, NULL);
+    rc = fm_rails_open(nl->rail, cfg->rails, err, errlen);
+    if (rc < 0) {
+        pthread_mutex_destroy(&nl->lock);
+        free(nl);
+        return rc;
+    }
+    nl->nrails = rc;
+    *state = nl; /* from here on, teardown cleans up */
+    if (cfg->fault[0]) {
+        if (fm_fault_parse(&nl->fault, cfg->fault, err, errlen) < 0)
+            return FM_EINVAL;
+        for (int r = 0; r < nl->nrails; r++)
+            nl->rail[r].fault = &nl->fault;
+        fm_warn("net", "fault injection on: FM_FAULT=%s", cfg->fault);
+    }
+    char card[FM_BOOT_VAL_MAX];
+    if (fm_rails_card(nl->rail, nl->nrails, card, sizeof(card)) < 0 ||
+        (rc = boot->ops->put(boot, "net", card)) != 0) {
+        snprintf(err, errlen, "net: cannot publish this rank's address");
+        return rc ? rc : FM_EINVAL;
+    }
+    /* fm_wait wakes for datagrams; its progress calls then read them. */
+    for (int r = 0; r < nl->nrails; r++)
+        if (fm_core_watch(ctx, &fm_udp_link, nl->rail[r].fd, 0) != 0) {
+            snprintf(err, errlen, "net: epoll_ctl: %s", strerror(errno));
+            return FM_ESYS;
+        }
+    return 0;
+}
+
+/* One packet size for every rail: the smallest MTU's. */
+static uint32_t min_payload(const struct udp_link *nl)
+{
+    uint32_t p = nl->rail[0].payload;
+    for (int r = 1; r < nl->nrails; r++)
+        p = FM_MIN(p, nl->rail[r].payload);
+    return p;
+}
+
+/* After the fence: reads the job key, starts the engine (and the progress
+ * thread). */
+static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
+{
+    struct udp_link *nl = state;
+    const struct fm_config *cfg = fm_core_cfg(ctx);
+    struct fm_boot *boot = fm_core_boot(ctx);
+    char hex[64];
+    struct fm_net_params p = {
+        .rank = fm_core_rank(ctx),
+        .size = fm_core_size(ctx),
+        .ring_size = (uint32_t)cfg->net_ring_size,
+        .payload = min_payload(nl),
+        .nrails = nl->nrails,
+        .rail_policy = (enum fm_rail_policy)cfg->rail_policy,
+        .rail_query = cfg->rail_status == FM_RAIL_STATUS_QUERY,
+        .rail_heartbeat_ns = (uint64_t)cfg->rail_heartbeat_ms * 1000000u,
+        .timeout_ns = (uint64_t)cfg->net_timeout_ms * 1000000u,
+        .rto_min_ns = (uint64_t)cfg->net_rto_min_us * 1000u,
+        .rto_max_ns = (uint64_t)cfg->net_timeout_ms * 1000000u / 4,
+        .ack_delay_ns = (uint64_t)cfg->net_ack_delay_us * 1000u,
+        .up = {.core = nl, .flow_new = up_flow_new, .delivered = up_delivered,
+               .flow_end = up_flow_end, .peer_gone = up_peer_gone,
+               .address_of = up_address_of},
+    };
+    if (boot->ops->get(boot, 0, "key", hex, sizeof(hex)) != 0 || strlen(hex) != 32) {
+        snprintf(err, errlen, "net: rank 0 published no job key");
+        return FM_EBOOT;
+    }
+    for (int i = 0; i < 16; i++) {
+        unsigned b;
+        if (sscanf(hex + 2 * i, "%2x", &b) != 1) {
+            snprintf(err, errlen, "net: rank 0 published a malformed job key");
+            return FM_EBOOT;
+        }
+        p.key[i] = (uint8_t)b;
+    }
+    do {
+        if (getrandom(&p.epoch, sizeof(p.epoch), 0) != (ssize_t)sizeof(p.epoch)) {
+            snprintf(err, errlen, "net: no randomness: %s", strerror(errno));
+            return FM_ESYS;
+        }
+    } while (p.epoch == 0);
+    nl->engine = fm_net_new(&p);
+    if (!nl->engine)
+        return FM_ENOMEM;
+    if (cfg->progress_thread) {
+        nl->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (nl->stop_fd < 0 || pthread_create(&nl->thread, NULL, progress_thread, nl) != 0) {
+            snprintf(err, errlen, "net: cannot start the progress thread");
+            return FM_ESYS;
+        }
+        nl->thread_on = 1;
+    }
+    return 0;
+}
+
+/* Runs the engine until nothing is outstanding or the time is up. */
+static int drain(struct udp_link *nl, uint64_t until)
+{
+    for (;;) {
+        pthread_mutex_lock(&nl->lock);
+        run(nl, 1);
+        uint64_t left = fm_net_unacked(nl->engine);
+        uint64_t d = fm_net_deadline(nl->engine);
+        pthread_mutex_unlock(&nl->lock);
+        uint64_t now = fm_now_ns();
+        if (!left)
+            return 0;
+        if (now >= until)
+            return -1;
+        struct pollfd pfd[FM_RAILS_MAX];
+        for (int r = 0; r < nl->nrails; r++)
+            pfd[r] = (struct pollfd){.fd = nl->rail[r].fd, .events = POLLIN};
+        uint64_t wake = FM_MIN(until, d);
+        poll(pfd, (nfds_t)nl->nrails,
+             wake <= now ? 0 : (int)FM_MIN((wake - now) / 1000000 + 1, 100));
+    }
+}
+
+int fm_udp_link_counters(const fm_ctx *ctx, uint64_t nc[FM_NC_COUNT],
+                         uint64_t drops[FM_DROP_COUNT])
+{
+    struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
+    if (!nl || !nl->engine)
+        return FM_EINVAL;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_counters(nl->engine, nc, drops);
+    pthread_mutex_unlock(&nl->lock);
+    return 0;
+}
+
+/* FM_STATS=1: one line of counters per rank when it leaves. */
+static void udp_stats(fm_ctx *ctx, void *state, FILE *out)
+{
+    struct udp_link *nl = state;
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    char line[1024];
+    if (fm_udp_link_counters(ctx, nc, dr) != 0)
+        return;
+    int n = snprintf(line, sizeof(line), "fastmsg[%d] net:", fm_core_rank(ctx));
+    for (int i = 0; i < FM_NC_COUNT && n < (int)sizeof(line); i++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s=%llu", fm_net_counter_names[i],
+                      (unsigned long long)nc[i]);
+    for (int i = 1; i < FM_DROP_COUNT && n < (int)sizeof(line); i++)
+        if (dr[i])
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " drop_%s=%llu", fm_drop_names[i],
+                          (unsigned long long)dr[i]);
+    uint64_t rail_tx[FM_RAILS_MAX];
+    pthread_mutex_lock(&nl->lock);
+    fm_net_rail_counters(nl->engine, rail_tx);
+    pthread_mutex_unlock(&nl->lock);
+    for (int r = 0; r < nl->nrails && n < (int)sizeof(line); r++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " rail%d_tx_bytes=%llu", r,
+                      (unsigned long long)rail_tx[r]);
+    fprintf(out, "%s\n", line);
+}
+
+/* Sends what is outstanding (bounded by FM_NET_TIMEOUT_MS), says goodbye,
+ * and frees everything. */
+static void udp_teardown(fm_ctx *ctx, void *state)
+{
+    struct udp_link *nl = state;
+    if (nl->engine) {
+        uint64_t until = fm_now_ns() + (uint64_t)fm_core_cfg(ctx)->net_timeout_ms * 1000000u;
+        if (drain(nl, until) < 0)
+            fm_warn("net", "finalize: data to some peers was not acknowledged within "
+                           "FM_NET_TIMEOUT_MS and may be lost");
+        pthread_mutex_lock(&nl->lock);
+        fm_net_bye(nl->engine);
+        pthread_mutex_unlock(&nl->lock);
+        drain(nl, FM_MIN(until, fm_now_ns() + 200000000u));
+    }
+    if (nl->thread_on) {
+        __atomic_store_n(&nl->stop, 1, __ATOMIC_RELEASE);
+        uint64_t one = 1;
+        ssize_t w = write(nl->stop_fd, &one, sizeof(one));
+        (void)w;
+        pthread_join(nl->thread, NULL);
+    }
+    if (nl->stop_fd >= 0)
+        close(nl->stop_fd);
+    for (int r = 0; r < nl->nrails; r++)
+        fm_core_unwatch(ctx, nl->rail[r].fd);
+    fm_rails_close(nl->rail, nl->nrails);
+    /* Parked flows that ended are ours; the others the engine frees. */
+    for (int i = 0; i < nl->nparked; i++)
+        if (nl->parked[i]->ended)
+            fm_net_rxflow_free(nl->parked[i]);
+    if (nl->engine)
+        fm_net_free(nl->engine);
+    free(nl->parked);
+    pthread_mutex_destroy(&nl->lock);
+    free(nl);
+}
+
+/* ---- what fm_info shows ---------------------------------------------------------- */
+
+static void udp_info(const struct fm_config *cfg, FILE *out)
+{
+    struct fm_udp *rails = calloc(FM_RAILS_MAX, sizeof(*rails));
+    char uerr[256];
+    int nrails = rails ? fm_rails_open(rails, cfg->rails, uerr, sizeof(uerr)) : FM_ENOMEM;
+    if (nrails > 0) {
+        char policy[32] = "";
+        for (size_t i = 0; i < fm_cfg_count; i++)
+            if (strcmp(fm_cfg_table[i].name, "FM_RAIL_POLICY") == 0)
+                fm_config_format(&fm_cfg_table[i], cfg, policy, sizeof(policy));
+        fprintf(out,
+                "  udp   reliable session over UDP between nodes: available on %d rail%s "
+                "(FM_RAILS=%s, policy %s)%s\n",
+                nrails, nrails > 1 ? "s" : "", cfg->rails, policy,
+                (cfg->transports & FM_TRANSPORT_UDP) ? "" : " (disabled by FM_TRANSPORTS)");
+        for (int r = 0; r < nrails; r++) {
+            const struct fm_udp *u = &rails[r];
+            fprintf(out, "        rail %d: %s/%d on %s, MTU %d, %u bytes per packet%s%s\n", r,
+                    inet_ntoa(u->addr.sin_addr), __builtin_popcount(u->netmask), u->ifname,
+                    u->mtu, u->payload, u->gso ? ", GSO" : "", u->gro ? ", GRO" : "");
+        }
+        if (nrails > 1)
+            fprintf(out, "        a peer's rail pairs with the local rail whose subnet holds "
+                         "its address; a rail with no partner is not used towards that peer "
+                         "(FM_LOG=info shows each pairing)\n");
+        fm_rails_close(rails, nrails);
+    } else {
+        fprintf(out, "  udp   reliable session over UDP between nodes: unavailable: %s\n",
+                rails ? uerr : "out of memory");
+    }
+    free(rails);
+    fprintf(out, "        packet checksum CRC32C: %s\n",
+            fm_crc32c_hw() ? "SSE4.2 instruction, three streams" : "table (no SSE4.2)");
+}
+
+static void udp_info_limits(const struct fm_config *cfg, FILE *out)
+{
+    fprintf(out, "  largest message per send (udp)  %lld bytes (FM_NET_RING_SIZE / 4)\n",
+            (long long)cfg->net_ring_size / 4);
+    fprintf(out,
+            "  ring per network flow (udp)     %lld bytes (FM_NET_RING_SIZE), on both sides\n",
+            (long long)cfg->net_ring_size);
+}
+
+const struct fm_link fm_udp_link = {
+    .name = "udp",
+    .transport = FM_TRANSPORT_UDP,
+    .setup = udp_setup,
+    .start = udp_start,
+    .teardown = udp_teardown,
+    .ep_open = udp_ep_open,
+    .ep_close = udp_ep_close,
+    .reaches = udp_reaches,
+    .resolve = udp_resolve,
+    .send = udp_send,
+    .grant = udp_grant,
+    .commit = udp_commit,
+    .max_msg = udp_max_msg,
+    .drop = udp_drop,
+    .refresh = udp_refresh,
+    .released = udp_released,
+    .retire = udp_retire,
+    .progress = udp_progress,
+    .deadline = udp_deadline,
+    .stats = udp_stats,
+    .info = udp_info,
+    .info_limits = udp_info_limits,
+};
