@@ -102,7 +102,8 @@ void fm_core_set_node_procs(fm_ctx *ctx, int nprocs);
  * wake it), not in the endpoint (ep_open only). */
 void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word);
 /* A word that changes when rings appear for the endpoint that the link
- * must attach: the core then calls its refresh (ep_open only). */
+ * must attach: the core then calls its refresh (ep_open only; one link per
+ * endpoint may have one, since fm_recv reads it every time). */
 void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word);
 /* Watches fd: when it becomes readable, fm_wait wakes and the link's event
  * member gets `cookie`. */

@@ -58,19 +58,17 @@ struct fm_want {
     uint64_t need;
 };
 
-/* A word a link changes when it has rings for the endpoint to attach. */
-struct fm_news {
-    const uint32_t *word;
-    uint32_t seen;
-};
-
 struct fm_ep {
     fm_ctx *ctx;
     uint32_t channel;
     int slot;
     int published; /* links may attach rings to it (under ctx->lock) */
     void *link_state[FM_LINKS_MAX]; /* what each link's ep_open made */
-    struct fm_news news[FM_LINKS_MAX];
+    /* A word a link changes when it has rings for the endpoint to attach
+     * (fm_core_ep_news): read at every poll, so one, not one per link. */
+    const uint32_t *news;
+    uint32_t news_seen;
+    int news_link;
 
     /* receive */
     struct fm_rx **active; /* rings with a sender, polled round-robin */

@@ -209,9 +209,9 @@ void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word) { ep->sleeping = word; }
 
 void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word)
 {
-    struct fm_news *n = &ep->news[link_index(link)];
-    n->word = word;
-    n->seen = __atomic_load_n(word, __ATOMIC_ACQUIRE); /* fm_ep_open refreshes once anyway */
+    ep->news = word;
+    ep->news_link = link_index(link);
+    ep->news_seen = __atomic_load_n(word, __ATOMIC_ACQUIRE); /* fm_ep_open refreshes anyway */
 }
 
 void fm_core_wake(fm_ep *ep)
@@ -668,24 +668,15 @@ static ssize_t rx_take(fm_ep *ep, struct fm_rx *rx, struct iovec *seg, int *nseg
 /* Whether a link has rings for ep that it has not attached yet. */
 static inline int news_waiting(const fm_ep *ep)
 {
-    for (int i = 0; i < fm_nlinks; i++)
-        if (ep->news[i].word &&
-            __atomic_load_n(ep->news[i].word, __ATOMIC_ACQUIRE) != ep->news[i].seen)
-            return 1;
-    return 0;
+    return ep->news && __atomic_load_n(ep->news, __ATOMIC_ACQUIRE) != ep->news_seen;
 }
 
 static void take_news(fm_ep *ep)
 {
     fm_ctx *ctx = ep->ctx;
-    for (int i = 0; i < fm_nlinks; i++) {
-        struct fm_news *n = &ep->news[i];
-        uint32_t now = n->word ? __atomic_load_n(n->word, __ATOMIC_ACQUIRE) : 0;
-        if (n->word && now != n->seen) {
-            n->seen = now;
-            fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
-        }
-    }
+    int i = ep->news_link;
+    ep->news_seen = __atomic_load_n(ep->news, __ATOMIC_ACQUIRE);
+    fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
 }
 
 /* An ended ring read to its end leaves the endpoint; its link frees it. */
