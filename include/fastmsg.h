@@ -77,6 +77,39 @@ FM_API fm_addr fm_addr_of(const fm_ctx *ctx, int rank, uint32_t channel);
 /* The rank of an address, or -1 if it is not an endpoint of this job. */
 FM_API int fm_addr_rank(const fm_ctx *ctx, fm_addr addr);
 
+/*
+ * Peers by name: reaching an endpoint of a process that no common launcher
+ * started (docs/API.md, "Peers by name"). A name is at most FM_NAME_MAX
+ * bytes, portable between processes and hosts; it says how to reach the
+ * endpoint (its node, shared segment, network rails), and the process's
+ * incarnation, so that a restarted process is a new peer. Sessions with a
+ * process outside this job are authenticated by the domain key: FM_KEY,
+ * else $HOME/.fastmsg/key, made with mode 0600 on first use.
+ */
+#define FM_NAME_MAX 64
+
+/* Writes the name of ep into name; *len: on entry the buffer's size, on
+ * return the name's length (<= FM_NAME_MAX). FM_EMSGSIZE if the buffer is
+ * too small; FM_EINVAL or FM_ESYS if no domain key can be had. */
+FM_API int fm_ep_name(const fm_ep *ep, void *name, size_t *len);
+
+/* The address of the endpoint a name names: the same name always gives the
+ * same address, and every endpoint of one process the same peer. A name of
+ * a rank of this job gives fm_addr_of(rank, channel). The first send
+ * connects. FM_EINVAL for bytes that are not a name (truncated, corrupt,
+ * another version). */
+FM_API int fm_addr_insert(fm_ctx *ctx, const void *name, size_t len, fm_addr *addr);
+
+/* Forgets an inserted address: sends to it fail with FM_EINVAL until its
+ * name is inserted again. Messages from it still arrive. FM_EINVAL for a
+ * rank's address. */
+FM_API int fm_addr_remove(fm_ctx *ctx, fm_addr addr);
+
+/* The name of an address: this process's endpoints, and peers met by name
+ * (inserted, or senders that were never inserted). FM_EINVAL for another
+ * rank of this job (its own fm_ep_name says it); *len as fm_ep_name. */
+FM_API int fm_addr_name(const fm_ctx *ctx, fm_addr addr, void *name, size_t *len);
+
 /* Sends ONE message made of the gathered iovec, like writev. Never blocks and
  * never buffers beyond the rings it owns: returns the number of bytes taken
  * (the message may be a prefix of the data) or FM_EAGAIN. A request with data

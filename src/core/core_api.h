@@ -94,6 +94,19 @@ int fm_core_peer_up(const fm_ctx *ctx, int peer);
 /* Whether fences are light (see fm_fence_fast in ctx.h). */
 int fm_core_light_fence(const fm_ctx *ctx);
 
+/* This process's incarnation: random, never 0 (names carry it; the network
+ * session uses it to tell a restarted process from the old one). */
+uint32_t fm_core_epoch(const fm_ctx *ctx);
+/* What the name of this process says (channel 0), with every link's part. */
+struct fm_name;
+void fm_core_self_name(fm_ctx *ctx, struct fm_name *n);
+/* A named peer's name (channel 0); FM_EINVAL for a rank or no peer. */
+int fm_core_peer_name(const fm_ctx *ctx, int peer, struct fm_name *n);
+/* A process introduced itself with its name (channel 0) and epoch: its
+ * peer index, made on first sight, or FM_EINVAL when card is not a name of
+ * that epoch. */
+int fm_core_peer_by_name(fm_ctx *ctx, const void *card, size_t len, uint32_t epoch);
+
 /* ---- what a link may tell ---- */
 /* How many processes of the job run on this node (for fm_wait's choice
  * between spinning and yielding). */

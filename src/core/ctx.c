@@ -103,8 +103,7 @@ static void ctx_free(fm_ctx *ctx)
     fm_boot_close(&ctx->boot);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->events_lock);
-    free(ctx->peers);
-    free(ctx->lost);
+    fm_peers_free(ctx);
     free(ctx);
 }
 
@@ -160,10 +159,8 @@ int fm_init(fm_ctx **out)
     ctx->rank = ctx->boot.rank;
     ctx->size = ctx->boot.size;
     fm_log_set_rank(ctx->rank);
-    ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
-    ctx->lost = calloc((size_t)ctx->size, sizeof(*ctx->lost));
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!ctx->peers || !ctx->lost || ctx->epfd < 0) {
+    if (fm_peers_init(ctx) || ctx->epfd < 0) {
         rc = FM_ENOMEM;
         snprintf(err, sizeof(err), "out of memory for a job of %d ranks", ctx->size);
         goto err_free;
@@ -241,12 +238,12 @@ int fm_addr_rank(const fm_ctx *ctx, fm_addr addr)
 
 void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state)
 {
-    struct fm_peer *p = &ctx->peers[rank];
+    struct fm_peer *p = fm_peer_at(ctx, rank);
     if (p->state != FM_PEER_UP)
         return;
     __atomic_store_n(&p->state, (uint8_t)state, __ATOMIC_RELEASE);
     if (state == FM_PEER_FAILED) {
-        ctx->lost[ctx->nlost] = rank;
+        ctx->lost_chunk[ctx->nlost / FM_PEER_CHUNK][ctx->nlost % FM_PEER_CHUNK] = rank;
         __atomic_store_n(&ctx->nlost, ctx->nlost + 1, __ATOMIC_RELEASE);
         fm_info("core", "rank %d is lost", rank);
     }
@@ -340,7 +337,7 @@ void fm_core_fence(const fm_ctx *ctx) { fm_fence_fast(ctx); }
 
 int fm_core_peer_up(const fm_ctx *ctx, int peer)
 {
-    return __atomic_load_n(&ctx->peers[peer].state, __ATOMIC_ACQUIRE) == FM_PEER_UP;
+    return __atomic_load_n(&fm_peer_at(ctx, peer)->state, __ATOMIC_ACQUIRE) == FM_PEER_UP;
 }
 
 void fm_core_set_node_procs(fm_ctx *ctx, int nprocs)

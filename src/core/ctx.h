@@ -18,24 +18,42 @@
 /* Endpoints one process may have open (FM_EP_MAX's upper bound). */
 #define FM_EP_MAX_LIMIT 64
 
-/* One per rank of the job: the only per-rank state, so O(N) per process. */
+/*
+ * A peer: a rank of the job (index = rank) or a process met by name (index
+ * >= size: inserted with fm_addr_insert, or a sender that introduced itself).
+ * Peers live in chunks that never move, so the send path reads a peer's
+ * state without a lock while the table grows: O(peers met) per process.
+ */
+struct fm_name;
 struct fm_peer {
-    uint8_t state; /* enum fm_peer_state; written under ctx->lock, read anywhere */
+    uint8_t state;       /* enum fm_peer_state, | FM_PEER_REMOVED; read anywhere */
+    struct fm_name *name; /* a named peer's name (channel 0); NULL for ranks */
 };
+
+#define FM_PEER_REMOVED 0x80 /* fm_addr_remove: sends to it are refused */
+#define FM_PEER_CHUNK 1024   /* peers per chunk */
+#define FM_PEER_CHUNKS 4096  /* chunks: at most 4M peers */
 
 struct fm_ctx {
     struct fm_config cfg;
     struct fm_boot boot;
     int rank;
     int size;
-    struct fm_peer *peers;                /* [size] */
+    struct fm_peer *peer_chunk[FM_PEER_CHUNKS]; /* peers, FM_PEER_CHUNK at a time */
+    int npeers;                          /* (atomic) ranks, then named peers */
+    int *lost_chunk[FM_PEER_CHUNKS];     /* lost peers in the order they were found */
+    uint32_t epoch;                      /* this process's incarnation: random, not 0 */
+    uint32_t job_hash, node_hash;        /* what names say of the job and the node */
+    struct fm_named_index *named;        /* named peers by process, under ctx->lock */
+    uint8_t domain_key[16];              /* sessions with named peers (key.h) */
+    int have_domain;                     /* loaded: links were told (under ctx->lock) */
+    char key_source[256];
     void *link_state[FM_LINKS_MAX];       /* what each link's setup made, or NULL */
     fm_ep *eps[FM_EP_MAX_LIMIT];
     pthread_mutex_t lock; /* slow paths only: endpoints, liveness */
     pthread_mutex_t events_lock; /* one thread at a time reads epfd's events */
     int epfd;             /* descriptors the links watch (fm_core_watch) */
-    int *lost;            /* failed ranks in the order they were found: [size] */
-    uint32_t nlost;       /* entries of lost[] (atomic) */
+    uint32_t nlost;       /* entries of the lost list (atomic) */
     uint64_t next_check_ns; /* when a retry path next checks liveness (atomic) */
     int node_procs;         /* processes of the job on this node */
     int oversubscribed;     /* more ranks on this node than CPUs we may use */
@@ -126,6 +144,27 @@ void fm_ctx_check_peers(fm_ctx *ctx, int force);
 
 /* Marks rank as gone for `state`; called with ctx->lock held. */
 void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state);
+
+static inline struct fm_peer *fm_peer_at(const struct fm_ctx *ctx, int i)
+{
+    return &ctx->peer_chunk[i / FM_PEER_CHUNK][i % FM_PEER_CHUNK];
+}
+
+/* Whether i names a peer (an address's peer part may be anything). */
+static inline int fm_peer_valid(const struct fm_ctx *ctx, int i)
+{
+    return i >= 0 && i < __atomic_load_n(&ctx->npeers, __ATOMIC_ACQUIRE);
+}
+
+/* The n-th lost peer. */
+static inline int fm_lost_at(const struct fm_ctx *ctx, uint32_t n)
+{
+    return ctx->lost_chunk[n / FM_PEER_CHUNK][n % FM_PEER_CHUNK];
+}
+
+/* The peer table (peers.c): the ranks' entries, made by fm_init. */
+int fm_peers_init(fm_ctx *ctx);
+void fm_peers_free(fm_ctx *ctx);
 
 /* Progress of every link that needs the CPU; the events they handled. */
 int fm_links_progress(fm_ctx *ctx, int flush);

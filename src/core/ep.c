@@ -358,11 +358,12 @@ static int link_for(fm_ctx *ctx, int peer)
 static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
 {
     fm_ctx *ctx = ep->ctx;
-    int rank = fm_addr_rank(ctx, dst);
-    if (rank < 0)
+    int rank = fm_addr_rank_of(dst);
+    if (dst == FM_ADDR_NONE || !fm_peer_valid(ctx, rank))
         return FM_EINVAL;
-    if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
-        return FM_EPEERLOST;
+    uint8_t state = __atomic_load_n(&fm_peer_at(ctx, rank)->state, __ATOMIC_ACQUIRE);
+    if (state != FM_PEER_UP)
+        return state & FM_PEER_REMOVED ? FM_EINVAL : FM_EPEERLOST;
     int li = link_for(ctx, rank);
     if (li < 0)
         return FM_EUNREACH;
@@ -425,6 +426,14 @@ static void want_space(fm_ep *ep, struct fm_route *rt, uint64_t need)
     ep->want_space[ep->nwant++] = (struct fm_want){rt, need};
 }
 
+/* Why a send to a peer that is not up fails. */
+static int peer_down(const fm_ctx *ctx, fm_addr dst)
+{
+    uint8_t state = __atomic_load_n(&fm_peer_at(ctx, fm_addr_rank_of(dst))->state,
+                                    __ATOMIC_ACQUIRE);
+    return state & FM_PEER_REMOVED ? FM_EINVAL : FM_EPEERLOST;
+}
+
 /* A send that cannot go now: was it because the peer is gone? */
 static ssize_t send_again(fm_ep *ep, fm_addr dst, struct fm_route *rt, int rc, uint64_t need)
 {
@@ -433,8 +442,8 @@ static ssize_t send_again(fm_ep *ep, fm_addr dst, struct fm_route *rt, int rc, u
         want_space(ep, rt, need);
     fm_ctx_check_peers(ctx, 0);
     int rank = fm_addr_rank_of(dst);
-    if (__atomic_load_n(&ctx->peers[rank].state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
-        return FM_EPEERLOST;
+    if (__atomic_load_n(&fm_peer_at(ctx, rank)->state, __ATOMIC_ACQUIRE) != FM_PEER_UP)
+        return peer_down(ctx, dst);
     return rc;
 }
 
@@ -534,8 +543,8 @@ ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
     int rc = route_for_send(ep, dst, &rt);
     if (fm_unlikely(rc))
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (fm_unlikely(ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP))
-        return FM_EPEERLOST;
+    if (fm_unlikely(fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state != FM_PEER_UP))
+        return peer_down(ep->ctx, dst);
     ssize_t n = fm_likely(rt->direct) ? direct_send(ep, rt, iov, iovcnt, total)
                                       : rt->link->send(ep, rt, iov, iovcnt, total);
     if (fm_unlikely(n < 0))
@@ -554,8 +563,8 @@ ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
     int rc = route_for_send(ep, dst, &rt);
     if (rc)
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (ep->ctx->peers[fm_addr_rank_of(dst)].state != FM_PEER_UP)
-        return FM_EPEERLOST;
+    if (fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state != FM_PEER_UP)
+        return peer_down(ep->ctx, dst);
     void *p;
     ssize_t n = rt->direct ? direct_grant(ep, rt, len, &p) : rt->link->grant(ep, rt, len, &p);
     if (n < 0)
@@ -732,7 +741,7 @@ ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *sr
         (len = poll_rings(ep, seg, nseg, src)) >= 0)
         return len;
     if (ep->lost_seen < nlost) {
-        int rank = ctx->lost[ep->lost_seen++];
+        int rank = fm_lost_at(ctx, ep->lost_seen++);
         if (src)
             *src = fm_addr_make(rank, ep->channel);
         return FM_EPEERLOST;

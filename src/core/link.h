@@ -35,6 +35,7 @@ typedef struct fm_ctx fm_ctx;
 typedef struct fm_ep fm_ep;
 struct fm_route;
 struct fm_rx;
+struct fm_name;
 
 struct fm_link {
     const char *name;
@@ -55,6 +56,15 @@ struct fm_link {
     /* Sends what is outstanding (bounded), says goodbye, frees everything. */
     void (*teardown)(fm_ctx *ctx, void *state);
 
+    /* ---- names ---- */
+    /* Fills this link's part of the process's name: how to reach it
+     * (optional). */
+    void (*describe)(fm_ctx *ctx, void *state, struct fm_name *n);
+    /* The process now talks to named peers under the domain key `key`, and
+     * introduces itself with `card` (its name, channel 0) (optional). */
+    void (*named)(fm_ctx *ctx, void *state, const uint8_t key[16], const void *card,
+                  size_t len);
+
     /* ---- endpoints ---- */
     /* A new endpoint: make what it needs to be reached through this link. */
     int (*ep_open)(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state);
@@ -66,8 +76,9 @@ struct fm_link {
     void (*ep_close)(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state);
 
     /* ---- sending ---- */
-    /* Whether this link carries traffic to rank `peer` (asked in the
-     * registry's order: the first that does, does). */
+    /* Whether this link carries traffic to `peer`, a rank or (index >= the
+     * job's size) a named peer (asked in the registry's order: the first
+     * that does, does). */
     int (*reaches)(fm_ctx *ctx, void *state, int peer);
     /* Fills rt with the ring towards (peer, channel). FM_EAGAIN when that
      * endpoint is not open yet, FM_EPEERLOST, FM_ENOMEM. */

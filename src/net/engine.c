@@ -3,8 +3,9 @@
 #include "core/util.h"
 #include "fastmsg.h"
 #include "core/log.h"
-#include "siphash.h"
+#include "core/siphash.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,8 @@ struct sess_rail {
 
 struct fm_session {
     struct fm_net *net;
-    int rank;
+    int rank;              /* the peer's index: a rank, or (>= size) a named peer */
+    int named;             /* a named peer: domain key, FM_WIRE_NAMED, found by epoch */
     int state;
     struct sess_rail rail[FM_RAILS_MAX];
     int have_addr;         /* some rail has the peer's address */
@@ -86,6 +88,7 @@ struct fm_session {
     uint64_t t_status_asked; /* rail_query: when we last asked, or 0 */
     uint64_t t_busy;       /* last sequenced packet sent or received */
     uint32_t peer_epoch;   /* 0 until known */
+    uint32_t peer_epoch_named; /* named: the epoch its name gives */
     uint64_t hello_nonce;  /* of our HELLO */
     uint64_t peer_nonce;   /* of theirs, to echo */
     uint64_t t_hello;      /* next HELLO retry */
@@ -130,7 +133,14 @@ struct fm_session {
 struct fm_net {
     struct fm_net_params p;
     uint64_t job;
-    struct fm_session **sess;   /* [size], created on first contact */
+    uint64_t domain;            /* named sessions' tag (fm_net_named), 0 before */
+    uint8_t domain_key[16];
+    uint8_t card[64];           /* our name, in named HELLOs */
+    size_t card_len;
+    struct fm_session **sess;   /* by peer: ranks, then named peers; created on contact */
+    int sess_cap;
+    int *by_epoch;              /* named sessions by the peer's epoch: peer + 1, 0 empty */
+    size_t by_epoch_cap, nby_epoch;
     struct fm_session **all;    /* created sessions, for timer scans */
     int nall, all_cap;
     struct fm_session **pending; /* sessions with something to send */
@@ -182,11 +192,64 @@ static void mark_pending(struct fm_net *net, struct fm_session *s)
     list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
 }
 
+/* Named sessions by the peer's epoch (open addressing). */
+static size_t epoch_slot(const struct fm_net *net, uint32_t epoch)
+{
+    size_t i = (size_t)(epoch * 0x9E3779B1u) & (net->by_epoch_cap - 1);
+    while (net->by_epoch[i] && net->sess[net->by_epoch[i] - 1]->peer_epoch_named != epoch)
+        i = (i + 1) & (net->by_epoch_cap - 1);
+    return i;
+}
+
+static struct fm_session *named_session(const struct fm_net *net, uint32_t epoch)
+{
+    if (!net->by_epoch_cap)
+        return NULL;
+    int p = net->by_epoch[epoch_slot(net, epoch)];
+    return p ? net->sess[p - 1] : NULL;
+}
+
+static int named_register(struct fm_net *net, struct fm_session *s, uint32_t epoch)
+{
+    if ((net->nby_epoch + 1) * 2 > net->by_epoch_cap) {
+        size_t cap = net->by_epoch_cap ? net->by_epoch_cap * 2 : 64;
+        int *old = net->by_epoch;
+        size_t old_cap = net->by_epoch_cap;
+        net->by_epoch = calloc(cap, sizeof(*net->by_epoch));
+        if (!net->by_epoch) {
+            net->by_epoch = old;
+            return FM_ENOMEM;
+        }
+        net->by_epoch_cap = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i])
+                net->by_epoch[epoch_slot(net, net->sess[old[i] - 1]->peer_epoch_named)] =
+                    old[i];
+        free(old);
+    }
+    s->peer_epoch_named = epoch;
+    net->by_epoch[epoch_slot(net, epoch)] = s->rank + 1;
+    net->nby_epoch++;
+    return 0;
+}
+
 static struct fm_session *session(struct fm_net *net, int rank)
 {
+    if (rank >= net->sess_cap) {
+        int cap = FM_MAX(rank + 1, net->sess_cap * 2);
+        struct fm_session **a = realloc(net->sess, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return NULL;
+        memset(a + net->sess_cap, 0, sizeof(*a) * (size_t)(cap - net->sess_cap));
+        net->sess = a;
+        net->sess_cap = cap;
+    }
     struct fm_session *s = net->sess[rank];
     if (s)
         return s;
+    int named = rank >= net->p.size;
+    if (named && (!net->domain || !net->p.up.named_epoch))
+        return NULL; /* no domain key yet: nobody to talk to by name */
     if (net->nall == net->all_cap) {
         int cap = net->all_cap ? net->all_cap * 2 : 16;
         struct fm_session **a = realloc(net->all, sizeof(*a) * (size_t)cap);
@@ -200,10 +263,16 @@ static struct fm_session *session(struct fm_net *net, int rank)
         return NULL;
     s->net = net;
     s->rank = rank;
+    s->named = named;
     s->snd_nxt = s->snd_una = (uint32_t)rnd(net);
     s->rto = net->p.rto_min_ns * 4;
-    net->all[net->nall++] = s;
     net->sess[rank] = s;
+    if (named && named_register(net, s, net->p.up.named_epoch(net->p.up.core, rank))) {
+        net->sess[rank] = NULL;
+        free(s);
+        return NULL;
+    }
+    net->all[net->nall++] = s;
     net->nc[FM_NC_SESSIONS]++;
     return s;
 }
@@ -220,9 +289,9 @@ static void hdr_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out
     memset(&p->hdr, 0, sizeof(p->hdr));
     p->hdr.version = FM_WIRE_VERSION;
     p->hdr.op = op;
-    p->hdr.job = net->job;
-    p->hdr.src_rank = (uint32_t)net->p.rank;
-    p->hdr.dst_rank = (uint32_t)s->rank;
+    p->hdr.job = s->named ? net->domain : net->job;
+    p->hdr.src_rank = s->named ? FM_WIRE_NAMED : (uint32_t)net->p.rank;
+    p->hdr.dst_rank = s->named ? FM_WIRE_NAMED : (uint32_t)s->rank;
     p->hdr.src_epoch = net->p.epoch;
     p->hdr.dst_epoch = s->peer_epoch;
     if (s->rcv_known) {
@@ -478,7 +547,8 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     net->p.nrails = FM_MAX(1, FM_MIN(p->nrails, FM_RAILS_MAX));
     if (!net->p.rail_heartbeat_ns)
         net->p.rail_heartbeat_ns = p->timeout_ns / 10;
-    net->sess = calloc((size_t)p->size, sizeof(*net->sess));
+    net->sess_cap = FM_MAX(p->size, 1);
+    net->sess = calloc((size_t)net->sess_cap, sizeof(*net->sess));
     if (!net->sess) {
         free(net);
         return NULL;
@@ -487,6 +557,14 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     net->rng = ((uint64_t)p->epoch << 32) ^ net->job ^ 0x9E3779B97F4A7C15ull;
     net->next_timer = UINT64_MAX;
     return net;
+}
+
+void fm_net_named(struct fm_net *net, const uint8_t key[16], const void *card, size_t len)
+{
+    memcpy(net->domain_key, key, 16);
+    net->domain = fm_wire_job_tag(key);
+    net->card_len = FM_MIN(len, sizeof(net->card));
+    memcpy(net->card, card, net->card_len);
 }
 
 /*
@@ -592,6 +670,7 @@ void fm_net_free(struct fm_net *net)
     free(net->pending);
     free(net->gathering);
     free(net->sess);
+    free(net->by_epoch);
     free(net);
 }
 
@@ -1002,8 +1081,8 @@ static enum fm_drop on_hello(struct fm_net *net, struct fm_session *s, int rail,
                              const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,
                              const struct sockaddr_in *from)
 {
-    if (fm_wire_hello_mac(net->p.key, h, hello) != hello->mac)
-        return FM_DROP_AUTH;
+    if (s->named && h->src_epoch != s->peer_epoch_named)
+        return FM_DROP_STALE; /* another incarnation than its name says */
     if (s->state == S_GONE || (s->peer_epoch && s->peer_epoch != h->src_epoch))
         return FM_DROP_STALE; /* ranks do not come back */
     if (h->op == FM_OP_HELLO_ACK &&
@@ -1037,7 +1116,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
 {
     if (rail < 0 || rail >= net->p.nrails)
         rail = 0;
-    enum fm_drop why = fm_wire_check(pkt, len, net->job, (uint32_t)net->p.rank,
+    enum fm_drop why = fm_wire_check(pkt, len, net->job, net->domain, (uint32_t)net->p.rank,
                                      (uint32_t)net->p.size);
     struct fm_wire_hdr h;
     const unsigned char *pl = (const unsigned char *)pkt + sizeof(h);
@@ -1051,20 +1130,40 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     }
     net->nc[FM_NC_RX_PACKETS]++;
     net->nc[FM_NC_RX_BYTES] += len;
-    s = h.op == FM_OP_HELLO ? session(net, (int)h.src_rank) : net->sess[h.src_rank];
-    if (!s) {
-        why = FM_DROP_NOSESSION;
-        goto drop;
-    }
     if (h.op == FM_OP_HELLO || h.op == FM_OP_HELLO_ACK) {
         struct fm_wire_hello hello;
         memcpy(&hello, pl, sizeof(hello));
+        /* The MAC first: nothing is made for a request without the key. */
+        int named = h.src_rank == FM_WIRE_NAMED;
+        size_t extra = h.len - sizeof(hello);
+        if (fm_wire_hello_mac(named ? net->domain_key : net->p.key, &h, &hello,
+                              pl + sizeof(hello), extra) != hello.mac) {
+            why = FM_DROP_AUTH;
+            goto drop;
+        }
+        s = named ? named_session(net, h.src_epoch) : NULL;
+        if (named && !s && h.op == FM_OP_HELLO && net->p.up.peer_named) {
+            int peer = net->p.up.peer_named(net->p.up.core, pl + sizeof(hello), extra,
+                                            h.src_epoch);
+            s = peer >= net->p.size ? session(net, peer) : NULL;
+        } else if (!named) {
+            s = h.op == FM_OP_HELLO ? session(net, (int)h.src_rank) : net->sess[h.src_rank];
+        }
+        if (!s) {
+            why = named ? FM_DROP_STALE : FM_DROP_NOSESSION;
+            goto drop;
+        }
         why = on_hello(net, s, rail, &h, &hello, from);
         if (why)
             goto drop;
         s->t_last_rx = now;
         rail_heard(net, s, rail, h.rail, from, now);
         return FM_DROP_NONE;
+    }
+    s = h.src_rank == FM_WIRE_NAMED ? named_session(net, h.src_epoch) : net->sess[h.src_rank];
+    if (!s) {
+        why = FM_DROP_NOSESSION;
+        goto drop;
     }
     if (s->state == S_GONE && s->bye_received && h.src_epoch == s->peer_epoch &&
         h.seq && fm_seq_lt(h.seq, s->rcv_nxt)) {
@@ -1141,6 +1240,16 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
 drop:
     net->drops[why]++;
     fm_debug("net", "dropped a %zu-byte packet: %s", len, fm_drop_names[why]);
+    if ((why == FM_DROP_FOREIGN || why == FM_DROP_AUTH) && len >= sizeof(h)) {
+        memcpy(&h, pkt, sizeof(h));
+        if (h.op == FM_OP_HELLO && h.src_rank == FM_WIRE_NAMED)
+            fm_log_limited(FM_LOG_WARN, "net", 1,
+                           "a process at %s:%u asked for a session under another domain key "
+                           "(or before this one called fm_ep_name or fm_addr_insert), and is "
+                           "refused: give both the same FM_KEY, or the same key file",
+                           from ? inet_ntoa(from->sin_addr) : "?",
+                           from ? ntohs(from->sin_port) : 0);
+    }
     return why;
 }
 
@@ -1185,13 +1294,17 @@ static void build_hello(struct fm_net *net, struct fm_session *s, struct fm_pkt_
         p->hdr.flags = 0;
         p->hdr.ack = 0;
     }
-    struct fm_wire_hello *hl = &p->sub.hello;
+    struct fm_wire_hello *hl = &p->sub.hello.hello;
     memset(hl, 0, sizeof(*hl));
     hl->nonce = ack ? s->peer_nonce : s->hello_nonce;
     hl->first_seq = s->snd_una;
-    p->hdr.len = sizeof(*hl);
-    hl->mac = fm_wire_hello_mac(net->p.key, &p->hdr, hl);
-    p->sub_len = sizeof(*hl);
+    /* A named HELLO introduces us: the peer may never have heard our name. */
+    size_t extra = s->named && !ack ? net->card_len : 0;
+    memcpy(p->sub.hello.card, net->card, extra);
+    p->hdr.len = (uint16_t)(sizeof(*hl) + extra);
+    hl->mac = fm_wire_hello_mac(s->named ? net->domain_key : net->p.key, &p->hdr, hl,
+                                p->sub.hello.card, extra);
+    p->sub_len = (uint16_t)(sizeof(*hl) + extra);
 }
 
 /* Fills p with the sequenced packet of table entry q. */

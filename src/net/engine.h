@@ -113,7 +113,10 @@ struct fm_rxflow {
 struct fm_pkt_out {
     struct fm_wire_hdr hdr;
     union {
-        struct fm_wire_hello hello;
+        struct {
+            struct fm_wire_hello hello;
+            uint8_t card[64]; /* a named HELLO's name */
+        } hello;
         struct fm_wire_flow flow;
         struct fm_wire_flow_end end;
         struct fm_wire_data data;
@@ -142,10 +145,18 @@ struct fm_net_upcalls {
     void (*flow_end)(void *core, struct fm_rxflow *f);
     /* The session with rank ended: how, in an enum fm_net_peer_end. */
     void (*peer_gone)(void *core, int rank, int how);
-    /* The addresses of a rank: out[r] is its address on the subnet of local
-     * rail r, sin_family 0 where it has none. 0 if some rail reaches it, else
-     * a negative FM_E* code. */
+    /* The addresses of a rank (or named peer): out[r] is its address on the
+     * subnet of local rail r, sin_family 0 where it has none. 0 if some rail
+     * reaches it, else a negative FM_E* code. */
     int (*address_of)(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX]);
+
+    /* Peers by name (optional: NULL where the engine serves ranks only).
+     * Peers of index >= size are named: their sessions run under the domain
+     * key. A HELLO under it introduced a process by its name (`card`) and
+     * epoch: its peer index, or a negative FM_E* code to refuse it. */
+    int (*peer_named)(void *core, const void *card, size_t len, uint32_t epoch);
+    /* The epoch a named peer's name gives (its packets are found by it). */
+    uint32_t (*named_epoch)(void *core, int peer);
 };
 
 struct fm_net_params {
@@ -174,6 +185,10 @@ enum fm_net_counter {
 extern const char *const fm_net_counter_names[FM_NC_COUNT];
 
 struct fm_net *fm_net_new(const struct fm_net_params *p);
+
+/* From now on the engine opens and accepts sessions with named peers under
+ * the domain key, introducing itself by `card` (at most 64 bytes). */
+void fm_net_named(struct fm_net *net, const uint8_t key[16], const void *card, size_t len);
 void fm_net_free(struct fm_net *net);
 
 /* The job tag every packet carries (derived from the key). */

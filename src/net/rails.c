@@ -119,6 +119,14 @@ int fm_rails_match(const struct fm_udp *rails, int n, const char *card,
         if (*p++ != ',')
             return -1;
     }
+    return fm_rails_pair(rails, n, peer, npeer, out);
+}
+
+int fm_rails_pair(const struct fm_udp *rails, int n, const struct sockaddr_in *peer, int npeer,
+                  struct sockaddr_in out[FM_RAILS_MAX])
+{
+    if (npeer < 1)
+        return -1;
     int matched = 0;
     for (int r = 0; r < n; r++) {
         memset(&out[r], 0, sizeof(out[r]));

@@ -34,5 +34,8 @@ int fm_rails_card(const struct fm_udp *rails, int n, char *buf, size_t len);
  */
 int fm_rails_match(const struct fm_udp *rails, int n, const char *card,
                    struct sockaddr_in out[FM_RAILS_MAX]);
+/* The same for a peer's rails given as addresses (from its name). */
+int fm_rails_pair(const struct fm_udp *rails, int n, const struct sockaddr_in *peer, int npeer,
+                  struct sockaddr_in out[FM_RAILS_MAX]);
 
 #endif

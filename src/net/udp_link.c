@@ -15,10 +15,11 @@
 
 #include "core/core_api.h"
 #include "core/log.h"
+#include "core/name.h"
 #include "engine.h"
 #include "fault.h"
 #include "rails.h"
-#include "crc32c.h"
+#include "core/crc32c.h"
 #include "udp.h"
 
 #include <arpa/inet.h>
@@ -248,10 +249,30 @@ static void up_peer_gone(void *core, int rank, int how)
                       how == FM_NET_PEER_LEFT ? FM_PEER_FINALIZED : FM_PEER_FAILED);
 }
 
+/* A named peer's rails, from its name, paired with ours by subnet. */
+static int named_address(struct udp_link *nl, int peer, struct sockaddr_in out[FM_RAILS_MAX])
+{
+    struct fm_name n;
+    struct sockaddr_in theirs[FM_NAME_RAILS];
+    if (fm_core_peer_name(nl->ctx, peer, &n) != 0)
+        return FM_EUNREACH;
+    for (int i = 0; i < n.nrails; i++)
+        theirs[i] = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = n.rail[i].port,
+                                         .sin_addr.s_addr = n.rail[i].ip};
+    if (fm_rails_pair(nl->rail, nl->nrails, theirs, n.nrails, out) <= 0) {
+        fm_error("net", "peer %d (pid %u) names no network rail this process reaches", peer,
+                 n.pid);
+        return FM_EUNREACH;
+    }
+    return 0;
+}
+
 static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
 {
     struct udp_link *nl = core;
     fm_ctx *ctx = nl->ctx;
+    if (rank >= fm_core_size(ctx))
+        return named_address(nl, rank, out);
     struct fm_boot *boot = fm_core_boot(ctx);
     char card[FM_BOOT_VAL_MAX];
     if (boot->ops->get(boot, rank, "net", card, sizeof(card)) != 0) {
@@ -284,6 +305,43 @@ static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_M
         return FM_EUNREACH;
     }
     return 0;
+}
+
+static int up_peer_named(void *core, const void *card, size_t len, uint32_t epoch)
+{
+    struct udp_link *nl = core;
+    return fm_core_peer_by_name(nl->ctx, card, len, epoch);
+}
+
+static uint32_t up_named_epoch(void *core, int peer)
+{
+    struct udp_link *nl = core;
+    struct fm_name n;
+    return fm_core_peer_name(nl->ctx, peer, &n) == 0 ? n.epoch : 0;
+}
+
+/* ---- names ----------------------------------------------------------------------- */
+
+/* Our rails go into the process's name. */
+static void udp_describe(fm_ctx *ctx, void *state, struct fm_name *n)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    n->nrails = nl->nrails;
+    for (int r = 0; r < nl->nrails; r++) {
+        n->rail[r].ip = nl->rail[r].addr.sin_addr.s_addr;
+        n->rail[r].port = nl->rail[r].addr.sin_port;
+    }
+}
+
+static void udp_named(fm_ctx *ctx, void *state, const uint8_t key[16], const void *card,
+                      size_t len)
+{
+    (void)ctx;
+    struct udp_link *nl = state;
+    pthread_mutex_lock(&nl->lock);
+    fm_net_named(nl->engine, key, card, len);
+    pthread_mutex_unlock(&nl->lock);
 }
 
 /* ---- endpoints ------------------------------------------------------------------- */
@@ -480,10 +538,14 @@ static int udp_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
 /* ---- setup ------------------------------------------------------------------------- */
 
 /* Whether any rank of the job talks over the network: the same answer on
- * every rank, since all read the same node map and configuration. */
+ * every rank, since all read the same node map and configuration. A
+ * process started by no launcher, or given a domain key, may be reached by
+ * name from anywhere. */
 static int job_needs_net(fm_ctx *ctx)
 {
-    if (!(fm_core_cfg(ctx)->transports & FM_TRANSPORT_SHM))
+    const char *key = getenv("FM_KEY");
+    if (!(fm_core_cfg(ctx)->transports & FM_TRANSPORT_SHM) || fm_core_size(ctx) == 1 ||
+        (key && *key))
         return 1;
     const int *node_of = fm_core_node_of(ctx);
     for (int r = 1; r < fm_core_size(ctx); r++)
@@ -588,7 +650,8 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         .ack_delay_ns = (uint64_t)cfg->net_ack_delay_us * 1000u,
         .up = {.core = nl, .flow_new = up_flow_new, .delivered = up_delivered,
                .flow_end = up_flow_end, .peer_gone = up_peer_gone,
-               .address_of = up_address_of},
+               .address_of = up_address_of, .peer_named = up_peer_named,
+               .named_epoch = up_named_epoch},
     };
     if (boot->ops->get(boot, 0, "key", hex, sizeof(hex)) != 0 || strlen(hex) != 32) {
         snprintf(err, errlen, "net: rank 0 published no job key");
@@ -602,12 +665,7 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         }
         p.key[i] = (uint8_t)b;
     }
-    do {
-        if (getrandom(&p.epoch, sizeof(p.epoch), 0) != (ssize_t)sizeof(p.epoch)) {
-            snprintf(err, errlen, "net: no randomness: %s", strerror(errno));
-            return FM_ESYS;
-        }
-    } while (p.epoch == 0);
+    p.epoch = fm_core_epoch(ctx);
     nl->engine = fm_net_new(&p);
     if (!nl->engine)
         return FM_ENOMEM;
@@ -773,6 +831,8 @@ const struct fm_link fm_udp_link = {
     .setup = udp_setup,
     .start = udp_start,
     .teardown = udp_teardown,
+    .describe = udp_describe,
+    .named = udp_named,
     .ep_open = udp_ep_open,
     .ep_close = udp_ep_close,
     .reaches = udp_reaches,

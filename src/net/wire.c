@@ -1,7 +1,7 @@
 #include "wire.h"
 
-#include "crc32c.h"
-#include "siphash.h"
+#include "core/crc32c.h"
+#include "core/siphash.h"
 
 #include <string.h>
 
@@ -22,8 +22,8 @@ const char *const fm_drop_names[FM_DROP_COUNT] = {
     [FM_DROP_FAULT] = "fault",
 };
 
-enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t rank,
-                           uint32_t size)
+enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
+                           uint32_t rank, uint32_t size)
 {
     struct fm_wire_hdr h;
     if (len < sizeof(h))
@@ -41,10 +41,15 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t r
                     len - offsetof(struct fm_wire_hdr, job));
     if (crc != h.crc)
         return FM_DROP_CRC;
-    if (h.job != job)
+    if (h.job == job) {
+        if (h.dst_rank != rank || h.src_rank >= size)
+            return FM_DROP_MISDIRECTED;
+    } else if (domain && h.job == domain) {
+        if (h.dst_rank != FM_WIRE_NAMED || h.src_rank != FM_WIRE_NAMED)
+            return FM_DROP_MISDIRECTED;
+    } else {
         return FM_DROP_FOREIGN;
-    if (h.dst_rank != rank || h.src_rank >= size)
-        return FM_DROP_MISDIRECTED;
+    }
     if (h.op == 0 || h.op >= FM_OP_FIRST_RESERVED || h.src_epoch == 0)
         return FM_DROP_OPCODE;
     return FM_DROP_NONE;
@@ -64,16 +69,21 @@ void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n)
 }
 
 uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
-                           const struct fm_wire_hello *hello)
+                           const struct fm_wire_hello *hello, const void *extra,
+                           size_t extra_len)
 {
-    unsigned char buf[sizeof(*h) + sizeof(*hello)];
+    unsigned char buf[sizeof(*h) + sizeof(*hello) + 64];
+    if (extra_len > 64)
+        return 0; /* no valid HELLO carries more: its MAC never matches */
     memcpy(buf, h, sizeof(*h));
     memcpy(buf + sizeof(*h), hello, sizeof(*hello));
+    if (extra_len)
+        memcpy(buf + sizeof(*h) + sizeof(*hello), extra, extra_len);
     struct fm_wire_hdr *hc = (struct fm_wire_hdr *)buf;
     struct fm_wire_hello *lc = (struct fm_wire_hello *)(buf + sizeof(*h));
     hc->crc = 0;
     lc->mac = 0;
-    return fm_siphash(key, buf, sizeof(buf));
+    return fm_siphash(key, buf, sizeof(*h) + sizeof(*hello) + extra_len);
 }
 
 uint64_t fm_wire_job_tag(const uint8_t key[16])

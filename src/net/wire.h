@@ -36,6 +36,11 @@ enum fm_wire_op {
     FM_OP_FIRST_RESERVED = 10, /* 10..255: reserved, dropped and counted */
 };
 
+/* src_rank and dst_rank of a session between processes of no common job
+ * (peers by name): such a session is found by the sender's epoch, its job
+ * tag is the domain key's, and its HELLO carries the sender's name. */
+#define FM_WIRE_NAMED 0xFFFFFFFFu
+
 /* Header flags. */
 #define FM_HDR_ACK_VALID 0x0001u /* `ack` carries a cumulative acknowledgement */
 #define FM_HDR_STATUS 0x0002u    /* PING: asks for the receiver's rail status (seed 000's
@@ -62,7 +67,9 @@ struct fm_wire_hdr {
 };
 
 /* HELLO and HELLO_ACK (32 bytes). The MAC keys the request to the job: a
- * process without the key cannot open a session. */
+ * process without the key cannot open a session. A HELLO between named
+ * processes (FM_WIRE_NAMED) is followed by the sender's endpoint name with
+ * channel 0 (at most 64 bytes), which the MAC covers too. */
 struct fm_wire_hello {
     uint64_t nonce;     /* HELLO: random; HELLO_ACK: the HELLO's nonce, echoed */
     uint32_t first_seq; /* the sequence number the sender's first DATA/FLOW/BYE will carry */
@@ -155,10 +162,11 @@ enum fm_drop {
 extern const char *const fm_drop_names[FM_DROP_COUNT];
 
 /* Checks what every packet must satisfy before its opcode is looked at:
- * size, version, checksum, job tag, destination. Returns FM_DROP_NONE or
+ * size, version, checksum, job tag, destination. A packet under the domain
+ * tag (0: none) must be FM_WIRE_NAMED both ways. Returns FM_DROP_NONE or
  * the reason to drop it. */
-enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint32_t rank,
-                           uint32_t size);
+enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
+                           uint32_t rank, uint32_t size);
 
 /* Fills in the length and checksum of a packet given as pieces. */
 void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n);
@@ -166,9 +174,11 @@ void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n);
 /* The job tag of a job key: SipHash-2-4(key, "fastmsg job tag"). */
 uint64_t fm_wire_job_tag(const uint8_t key[16]);
 
-/* The MAC of a HELLO or HELLO_ACK (over header and payload with crc and mac 0). */
+/* The MAC of a HELLO or HELLO_ACK (over header and payload with crc and mac
+ * 0, and the `extra` bytes after the payload: a named HELLO's name). */
 uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
-                           const struct fm_wire_hello *hello);
+                           const struct fm_wire_hello *hello, const void *extra,
+                           size_t extra_len);
 
 /* Sequence-number order with wrap-around. */
 static inline int fm_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }

@@ -457,11 +457,12 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 
 /* ---- sending ---------------------------------------------------------------- */
 
+/* The ranks of this job on this node. (Processes met by name go over the
+ * network link for now, also on this node: see docs/shm.md.) */
 static int shm_reaches(fm_ctx *ctx, void *state, int peer)
 {
-    (void)ctx;
     struct fm_shm *shm = state;
-    return shm->proc_of[peer] >= 0;
+    return peer < fm_core_size(ctx) && shm->proc_of[peer] >= 0;
 }
 
 /* Slot of the open endpoint on `channel` in a directory, its generation in

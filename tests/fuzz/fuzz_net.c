@@ -8,7 +8,7 @@
  * valid), so mutations reach the session logic instead of stopping at the
  * checksum. FUZZ_DUMP_SEEDS=dir writes the setup's packets as seeds.
  */
-#include "net/crc32c.h"
+#include "core/crc32c.h"
 #include "net/engine.h"
 #include "net/wire.h"
 

@@ -1,6 +1,6 @@
 /* CRC32C and SipHash against published check values. */
-#include "net/crc32c.h"
-#include "net/siphash.h"
+#include "core/crc32c.h"
+#include "core/siphash.h"
 #include "testing/fmtest.h"
 
 #include <string.h>
