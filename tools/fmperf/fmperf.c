@@ -1,9 +1,13 @@
 /*
  * fmperf: the fastmsg benchmark. Runs a pattern over fastmsg and, with
  * --peer, the same pattern over kernel sockets in the same job, size by
- * size, and prints both with their ratio.
+ * size, and prints both with their ratio. With --name-file, two programs
+ * started by hand join by name instead (named.c), to compare sends to an
+ * inserted address with sends to a rank.
  *
  *   fmrun -n 2 fmperf latency --peer tcp
+ *   fmperf latency --name-file /tmp/fm.name --side 0 &
+ *   fmperf latency --name-file /tmp/fm.name --side 1
  */
 #include "patterns.h"
 #include "xport.h"
@@ -45,6 +49,8 @@ struct opts {
     const char *trace; /* bw: per-window trace file (rank 0) */
     const char *peer;
     const char *label;
+    const char *name_file; /* joined by name through this file, not by a launcher */
+    int side;              /* with name_file: 0 or 1, the rank this program plays */
     enum { OUT_TABLE, OUT_JSON, OUT_CSV } out;
 };
 
@@ -52,6 +58,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fmrun -n N fmperf TEST [options]\n"
+            "       fmperf TEST --name-file PATH --side 0|1 [options]   (twice, no launcher)\n"
             "TEST: latency  ping-pong between ranks 0 and 1 (one-way = round trip / 2)\n"
             "      bw       windows of messages from rank 0 to rank 1, acknowledged\n"
             "      msgrate  rank 0 only sends, rank 1 only receives (MsgRate)\n"
@@ -77,7 +84,15 @@ static void usage(FILE *f)
             "                 and MB/s to FILE\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
             "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
-            "  --label NAME   transport name in the output (default: fastmsg)\n"
+            "  --name-file PATH  join two programs started by hand, without a launcher, by\n"
+            "                 name: side 0 writes its endpoint's name to PATH (and removes it\n"
+            "                 once joined), side 1 reads it; every send then goes to an\n"
+            "                 inserted address. Two-party tests only (not multiplex); the\n"
+            "                 domain key is FM_KEY or $HOME/.fastmsg/key, the same on both\n"
+            "  --side S       with --name-file: 0 or 1, the rank this program plays; side 0\n"
+            "                 prints the results\n"
+            "  --label NAME   transport name in the output (default: fastmsg, or\n"
+            "                 fastmsg-named with --name-file)\n"
             "  --json         one JSON object per result line\n"
             "  --csv          comma-separated values\n");
 }
@@ -157,10 +172,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"label", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
         {"windows", required_argument, NULL, 'W'}, {"opposite", no_argument, NULL, 'o'},
-        {"trace", required_argument, NULL, 't'},
+        {"trace", required_argument, NULL, 't'}, {"name-file", required_argument, NULL, 'n'},
+        {"side", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.window = 64, .reps = 5, .label = "fastmsg"};
+    *o = (struct opts){.window = 64, .reps = 5, .side = -1};
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             usage(stdout);
@@ -219,6 +235,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
                 die_usage("--peer takes tcp, udp or mptcp", optarg);
             o->peer = optarg;
             break;
+        case 'n': o->name_file = optarg; break;
+        case 'S':
+            if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+                die_usage("--side takes 0 or 1", optarg);
+            o->side = optarg[0] - '0';
+            break;
         case 'l': o->label = optarg; break;
         case 'j': o->out = OUT_JSON; break;
         case 'c': o->out = OUT_CSV; break;
@@ -228,6 +250,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         die_usage("unexpected argument", argv[optind]);
+    if (!o->name_file != (o->side < 0))
+        die_usage("--name-file and --side go together", NULL);
+    if (o->name_file && o->test == T_MULTIPLEX)
+        die_usage("multiplex needs 4 ranks: run it under fmrun, not --name-file", NULL);
+    if (!o->label)
+        o->label = o->name_file ? "fastmsg-named" : "fastmsg";
     if (o->nsizes == 0)
         default_sizes(o);
     if (o->nwindows == 0) {
@@ -300,7 +328,8 @@ static void print_header(const struct opts *o, const struct job *j)
         "one-way latency and bandwidth over the rails FM_RAILS names",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
-    printf("# %d ranks, %s receiver%s%s%s\n", ranks_of(o, j),
+    printf("# %d %s, %s receiver%s%s%s\n", ranks_of(o, j),
+           j->named ? "programs joined by name" : "ranks",
            o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
            o->peer ? o->peer : "", "");
     printf("%10s", "size");
@@ -329,6 +358,8 @@ static void json_line(const struct opts *o, const struct job *j, const char *tra
     if (has_p99(o->test))
         printf(", \"p99\": %.4f", f.p99);
     printf(", \"iters\": %ld, \"ranks\": %d", iters, ranks_of(o, j));
+    if (j->named)
+        printf(", \"joined\": \"name\"");
     if (o->test == T_BW || o->test == T_SWEEP || o->test == T_MULTIPLEX)
         printf(", \"window\": %d", o->window);
     if (o->test == T_MULTIPLEX)
@@ -466,7 +497,7 @@ int main(int argc, char **argv)
 {
     struct opts o;
     parse_opts(argc, argv, &o);
-    struct job j;
+    struct job j = {0};
     int rc = fm_init(&j.ctx);
     if (rc) {
         fprintf(stderr, "fmperf: fm_init: %s\n", fm_strerror(rc));
@@ -474,8 +505,12 @@ int main(int argc, char **argv)
     }
     j.rank = fm_rank(j.ctx);
     j.size = fm_size(j.ctx);
+    if (o.name_file && j.size > 1) {
+        fprintf(stderr, "fmperf: --name-file joins programs started by hand, not by fmrun\n");
+        return 2;
+    }
     int need = o.test == T_MULTIPLEX ? 4 : 2;
-    if (j.size < need) {
+    if (!o.name_file && j.size < need) {
         fprintf(stderr, "fmperf: needs at least %d ranks: fmrun -n %d fmperf %s\n", need, need,
                 test_names[o.test]);
         return 2;
@@ -487,6 +522,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmperf: fm_ep_open: %s\n", fm_strerror(rc));
         return 1;
     }
+    if (o.name_file)
+        job_join_by_name(&j, o.name_file, o.side);
     size_t max = 1;
     for (int i = 0; i < o.nsizes; i++)
         max = o.sizes[i] > max ? o.sizes[i] : max;

@@ -30,18 +30,38 @@ struct xport {
     int (*serve)(struct xport *x, int from, void *buf, size_t len);
 };
 
+/* fmperf's channels: 0 data, 1 control, 2 idle test, 3 connect test's server. */
+#define JOB_CHANNELS 4
+
 /* The job as fmperf sees it: fastmsg context and a control endpoint used
- * for barriers and for setting up the kernel peers. */
+ * for barriers and for setting up the kernel peers. Under a launcher the
+ * ranks are the job's; joined by name, two programs play ranks 0 and 1 and
+ * reach each other at the addresses their names gave. */
 struct job {
     fm_ctx *ctx;
     fm_ep *ctl;
     int rank, size;
+    int named;                  /* joined by name (named.c), not by a launcher */
+    fm_addr peer[JOB_CHANNELS]; /* named: the other side's endpoint on each channel */
 };
+
+/* The address of `rank`'s endpoint on `channel` (joined by name, the one
+ * peer's: a pattern never sends to itself). */
+fm_addr job_addr(const struct job *j, int rank, uint32_t channel);
 
 /* Blocking helpers on the control endpoint (channel 1). */
 void job_ctl_send(struct job *j, int to, const void *buf, size_t len);
 void job_ctl_recv(struct job *j, int from, void *buf, size_t len);
 void job_barrier(struct job *j);
+
+/* Joins two programs started without a launcher through the file `path`
+ * (named.c): side 0 writes the name of its control endpoint there, side 1
+ * reads it; then j is a job of size 2 in which this program is rank `side`. */
+void job_join_by_name(struct job *j, const char *path, int side);
+/* Joined by name, tells the peer the name of `ep`, this program's endpoint
+ * on `channel`, and inserts the name of the peer's: both sides call it for
+ * each endpoint a pattern sends to. Under a launcher it does nothing. */
+void job_introduce(struct job *j, uint32_t channel, fm_ep *ep);
 
 /* fastmsg over whatever path the library picks (data on channel 0). */
 struct xport *xport_fm_open(struct job *j, int in_place);

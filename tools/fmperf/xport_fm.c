@@ -101,9 +101,16 @@ static void recv_bytes(fm_ep *ep, void *buf, size_t len)
     }
 }
 
+fm_addr job_addr(const struct job *j, int rank, uint32_t channel)
+{
+    if (!j->named)
+        return fm_addr_of(j->ctx, rank, channel);
+    return channel < JOB_CHANNELS ? j->peer[channel] : FM_ADDR_NONE;
+}
+
 void job_ctl_send(struct job *j, int to, const void *buf, size_t len)
 {
-    send_bytes(j->ctl, fm_addr_of(j->ctx, to, 1), buf, len);
+    send_bytes(j->ctl, job_addr(j, to, 1), buf, len);
 }
 
 /* Control messages that arrived from another rank than the one awaited. */
@@ -145,7 +152,7 @@ void job_ctl_recv(struct job *j, int from, void *buf, size_t len)
         struct stashed *s = malloc(sizeof(*s) + (size_t)n);
         if (!s)
             die("malloc", FM_ENOMEM);
-        s->from = fm_addr_rank(j->ctx, src);
+        s->from = j->named ? 1 - j->rank : fm_addr_rank(j->ctx, src); /* named: the one peer */
         s->len = (size_t)n;
         s->next = NULL;
         size_t off = 0;
@@ -183,7 +190,7 @@ void job_barrier(struct job *j)
 static int fm_x_send(struct xport *x, int to, const void *buf, size_t len)
 {
     struct fm_xport *f = (struct fm_xport *)x;
-    send_bytes(f->ep, fm_addr_of(f->job->ctx, to, 0), buf, len);
+    send_bytes(f->ep, job_addr(f->job, to, 0), buf, len);
     return 0;
 }
 
@@ -212,7 +219,7 @@ static int fm_x_exchange(struct xport *x, int to, void *buf, size_t len)
     int rc = fm_ep_open(f->job->ctx, f->next_chan++, &ep);
     if (rc)
         die("fm_ep_open", rc);
-    send_bytes(ep, fm_addr_of(f->job->ctx, to, SERVER_CHANNEL), buf, len);
+    send_bytes(ep, job_addr(f->job, to, SERVER_CHANNEL), buf, len);
     recv_bytes(ep, buf, len);
     fm_ep_close(ep);
     return 0;
@@ -254,6 +261,8 @@ struct xport *xport_fm_open(struct job *j, int in_place)
         rc = fm_ep_open(j->ctx, SERVER_CHANNEL, &f->server);
     if (rc)
         die("fm_ep_open", rc);
+    job_introduce(j, 0, f->ep);
+    job_introduce(j, SERVER_CHANNEL, f->server);
     f->job = j;
     f->next_chan = 1u << 20;
     f->x = (struct xport){.name = "fastmsg", .in_place = in_place, .send = fm_x_send,
