@@ -65,6 +65,15 @@ id=1 client && sleep 0.3 && id=2 check "a third program joins later" client
 check "the server answered both" served
 
 if [ "$mode" = local ]; then
+  serve 1
+  env FM_STATS=1 "$NAMES" client "$tmp/name" 1 2>"$tmp/client.err"
+  check "on one node, by name over shared memory (no datagram)" \
+    grep -q "net: tx_packets=0 " "$tmp/client.err"
+  check "the server saw it through" served
+  serve 1 FM_TRANSPORTS=udp
+  check "on one node, by name over the network link (FM_TRANSPORTS=udp)" \
+    client FM_TRANSPORTS=udp
+  check "the server saw it through" served
   home=$tmp/home
   mkdir -p "$home"
   serve 1 -u FM_KEY HOME="$home"

@@ -88,6 +88,10 @@ typedef char fm_cfg_str[256];
     X(shm_max_msg, FM_CFG_SIZE, "FM_SHM_MAX_MSG", "64K", 64, 1 << 29, NULL,              \
       "largest message one shm fm_send puts in a ring; longer sends take a prefix, so "  \
       "the receiver can read one part while the sender writes the next")                 \
+    X(shm_peers, FM_CFG_INT, "FM_SHM_PEERS", "16", 0, 4096, NULL,                        \
+      "processes outside the job (met by name) on this node that may send to this one "  \
+      "over shared memory; their rings are committed only as they talk, and more go "    \
+      "over the network link")                                                           \
     X(wait_spin_us, FM_CFG_INT, "FM_WAIT_SPIN_US", "50", 0, 1000000, NULL,               \
       "microseconds fm_wait polls before it blocks in the kernel; when the node has "    \
       "more ranks than CPUs it yields a few times instead (0: block at once)")            \

@@ -103,6 +103,7 @@ static void ctx_free(fm_ctx *ctx)
     fm_boot_close(&ctx->boot);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->events_lock);
+    pthread_mutex_destroy(&ctx->domain_lock);
     fm_peers_free(ctx);
     free(ctx);
 }
@@ -146,6 +147,7 @@ int fm_init(fm_ctx **out)
     ctx->node_procs = 1;
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->events_lock, NULL);
+    pthread_mutex_init(&ctx->domain_lock, NULL);
     int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
     if (rc) {
         fm_error("config", "%s", err);

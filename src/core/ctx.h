@@ -46,7 +46,8 @@ struct fm_ctx {
     uint32_t job_hash, node_hash;        /* what names say of the job and the node */
     struct fm_named_index *named;        /* named peers by process, under ctx->lock */
     uint8_t domain_key[16];              /* sessions with named peers (key.h) */
-    int have_domain;                     /* loaded: links were told (under ctx->lock) */
+    int have_domain;                     /* (atomic) loaded, and the links were told */
+    pthread_mutex_t domain_lock;         /* loading it: before any link's lock */
     char key_source[256];
     void *link_state[FM_LINKS_MAX];       /* what each link's setup made, or NULL */
     fm_ep *eps[FM_EP_MAX_LIMIT];

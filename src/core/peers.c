@@ -120,20 +120,29 @@ static int named_add(fm_ctx *ctx, int peer)
 
 /* ---- the domain key ---------------------------------------------------------------- */
 
-/* Loads the domain key once and tells the links, which can then open and
- * accept sessions with named peers (ctx->lock held). */
+/*
+ * Loads the domain key once and tells the links, which can then open and
+ * accept sessions with named peers. Called with no lock held: it takes
+ * domain_lock, and the links take their own after it (a link's upcall,
+ * which holds the link's lock, never comes here).
+ */
 static int domain_ready(fm_ctx *ctx)
 {
-    if (ctx->have_domain)
+    if (__atomic_load_n(&ctx->have_domain, __ATOMIC_ACQUIRE))
         return 0;
+    pthread_mutex_lock(&ctx->domain_lock);
+    if (ctx->have_domain) {
+        pthread_mutex_unlock(&ctx->domain_lock);
+        return 0;
+    }
     char err[512];
     int rc = fm_key_load(ctx->domain_key, ctx->key_source, sizeof(ctx->key_source), err,
                          sizeof(err));
     if (rc) {
+        pthread_mutex_unlock(&ctx->domain_lock);
         fm_error("names", "%s", err);
         return rc;
     }
-    ctx->have_domain = 1;
     struct fm_name self;
     fm_core_self_name(ctx, &self);
     uint8_t card[FM_NAME_MAX];
@@ -141,6 +150,8 @@ static int domain_ready(fm_ctx *ctx)
     for (int i = 0; i < fm_nlinks; i++)
         if (ctx->link_state[i] && fm_links[i]->named)
             fm_links[i]->named(ctx, ctx->link_state[i], ctx->domain_key, card, len);
+    __atomic_store_n(&ctx->have_domain, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ctx->domain_lock);
     fm_info("names", "domain key from %s", ctx->key_source);
     return 0;
 }
@@ -167,9 +178,7 @@ int fm_ep_name(const fm_ep *ep, void *name, size_t *len)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
     struct fm_name n;
-    pthread_mutex_lock(&ctx->lock);
     int rc = domain_ready(ctx);
-    pthread_mutex_unlock(&ctx->lock);
     if (rc)
         return rc;
     fm_core_self_name(ctx, &n);
@@ -180,18 +189,21 @@ int fm_ep_name(const fm_ep *ep, void *name, size_t *len)
     return 0;
 }
 
+/* Whether a name is of a rank of this job. */
+static int of_this_job(const fm_ctx *ctx, const struct fm_name *n)
+{
+    return n->job == ctx->job_hash && (int)n->rank < ctx->size &&
+           ((int)n->rank != ctx->rank || n->epoch == ctx->epoch);
+}
+
 /* The peer of a process's name: a rank of this job, or a named peer, made
  * on first sight (ctx->lock held). */
 static int peer_of_name(fm_ctx *ctx, const struct fm_name *n, int *peer)
 {
-    if (n->job == ctx->job_hash && (int)n->rank < ctx->size &&
-        ((int)n->rank != ctx->rank || n->epoch == ctx->epoch)) {
+    if (of_this_job(ctx, n)) {
         *peer = (int)n->rank;
         return 0;
     }
-    int rc = domain_ready(ctx);
-    if (rc)
-        return rc;
     int p = named_find(ctx, n);
     if (p < 0) {
         p = ctx->npeers;
@@ -224,9 +236,12 @@ int fm_addr_insert(fm_ctx *ctx, const void *name, size_t len, fm_addr *addr)
     struct fm_name n;
     if (!ctx || !addr || fm_name_decode(name, len, &n) != 0)
         return FM_EINVAL;
-    int peer;
+    int peer, rc;
+    /* Sessions with it run under the domain key. */
+    if (!of_this_job(ctx, &n) && (rc = domain_ready(ctx)) != 0)
+        return rc;
     pthread_mutex_lock(&ctx->lock);
-    int rc = peer_of_name(ctx, &n, &peer);
+    rc = peer_of_name(ctx, &n, &peer);
     pthread_mutex_unlock(&ctx->lock);
     if (!rc)
         *addr = fm_addr_make(peer, n.channel);

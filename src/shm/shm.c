@@ -3,6 +3,8 @@
 #include "board.h"
 #include "core/core_api.h"
 #include "core/log.h"
+#include "core/name.h"
+#include "core/siphash.h"
 #include "memlimit.h"
 #include "segment.h"
 
@@ -39,10 +41,25 @@ struct shm_proc {
     struct shm_bell *bells; /* [ep_max], under shm->lock */
 };
 
+/* A process met by name that runs on this node, by its peer index. */
+struct shm_named {
+    int tried;             /* reaching it was tried: proc says how it went */
+    struct shm_proc *proc; /* its segment mapped, or NULL: not reachable here */
+    int my_sender;         /* our slot in its sender table, -1 until claimed */
+};
+
 struct fm_shm {
     struct shm_proc *procs; /* [nprocs], in rank order */
     int nprocs;
     int my_proc;
+    int size;               /* ranks of the job: peers from here on are met by name */
+    int nsenders;           /* sender slots in our segment (segment.h) */
+    uint32_t node;          /* this node, as names say it */
+    struct shm_named **named; /* [named_cap], by peer - size, under lock */
+    int named_cap;
+    struct shm_proc **sender_proc; /* [nsenders]: who sends in each slot, once known */
+    uint8_t key[16];        /* the domain key, once the process has one */
+    int have_key;
     int ep_max;
     uint64_t ring_size;
     size_t max_msg;
@@ -50,14 +67,14 @@ struct fm_shm {
     struct fm_seg_hdr *seg; /* own segment */
     struct fm_board board;  /* during fm_init: where local segments are */
     uint8_t area_ready[64]; /* slot's ring controls committed and zero */
-    pthread_mutex_t lock;   /* the doorbells */
+    pthread_mutex_t lock;   /* the doorbells, the processes met by name */
 };
 
 /* What an endpoint has here: its directory entry and the rings it receives
  * on, one per (local process, endpoint slot), attached as senders claim them. */
 struct shm_ep {
     struct fm_seg_ep *dir;
-    struct fm_rx *rx; /* [nprocs * ep_max] */
+    struct fm_rx *rx; /* [nsenders * ep_max] */
 };
 
 static uint64_t page_up(uint64_t x) { return FM_ALIGN_UP(x, (uint64_t)PAGE); }
@@ -77,11 +94,14 @@ static int pidfd_open_compat(pid_t pid)
  * mismatch of FM_EP_MAX or FM_SHM_RING_SIZE between ranks is detected. */
 static void layout(const struct fm_shm *shm, struct fm_seg_hdr *h)
 {
-    uint64_t rings = (uint64_t)shm->nprocs * (uint64_t)shm->ep_max;
+    uint64_t rings = (uint64_t)shm->nsenders * (uint64_t)shm->ep_max;
     h->nprocs = (uint32_t)shm->nprocs;
+    h->nsenders = (uint32_t)shm->nsenders;
     h->ep_max = (uint32_t)shm->ep_max;
     h->ring_size = shm->ring_size;
-    h->hdr_size = page_up(sizeof(struct fm_seg_hdr) + h->ep_max * sizeof(struct fm_seg_ep));
+    h->senders_off = sizeof(struct fm_seg_hdr) + h->ep_max * sizeof(struct fm_seg_ep);
+    h->hdr_size = page_up(h->senders_off + (uint64_t)(shm->nsenders - shm->nprocs) *
+                                               sizeof(struct fm_seg_sender));
     h->ctl_size = page_up(rings * sizeof(struct fm_ring_ctl));
     h->area_size = h->ctl_size + rings * h->ring_size;
     h->seg_size = h->hdr_size + h->ep_max * h->area_size;
@@ -155,7 +175,17 @@ static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     shm->ep_max = (int)cfg->ep_max;
     shm->ring_size = (uint64_t)cfg->shm_ring_size;
     shm->max_msg = (size_t)cfg->shm_max_msg;
+    shm->size = fm_core_size(ctx);
+    char id[128];
+    fm_kernel_id(id, sizeof(id));
+    shm->node = fm_name_hash(id);
     if (find_procs(ctx, shm)) {
+        snprintf(err, errlen, "shm: out of memory");
+        return FM_ENOMEM;
+    }
+    shm->nsenders = shm->nprocs + (int)cfg->shm_peers;
+    shm->sender_proc = calloc((size_t)shm->nsenders, sizeof(*shm->sender_proc));
+    if (!shm->sender_proc) {
         snprintf(err, errlen, "shm: out of memory");
         return FM_ENOMEM;
     }
@@ -188,6 +218,7 @@ static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     *h = want;
     h->version = FM_SEG_VERSION;
     h->pid = (uint32_t)getpid();
+    h->epoch = fm_core_epoch(ctx);
     h->state = FM_SEG_LIVE;
     __atomic_store_n(&h->magic, FM_SEG_MAGIC, __ATOMIC_RELEASE);
     shm->seg = h;
@@ -299,11 +330,26 @@ static int shm_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
     return 0;
 }
 
+/* Pidfd cookies of processes met by name: their peer index with this bit. */
+#define NAMED_COOKIE 0x80000000u
+
+static struct shm_named *named_of(struct fm_shm *shm, int peer);
+
 /* A local peer's pidfd became readable: it exited. */
-static void shm_event(fm_ctx *ctx, void *state, uint32_t proc)
+static void shm_event(fm_ctx *ctx, void *state, uint32_t cookie)
 {
     struct fm_shm *shm = state;
-    struct shm_proc *p = &shm->procs[proc];
+    struct shm_proc *p;
+    if (cookie & NAMED_COOKIE) {
+        pthread_mutex_lock(&shm->lock);
+        struct shm_named *nm = named_of(shm, (int)(cookie & ~NAMED_COOKIE));
+        p = nm ? nm->proc : NULL;
+        pthread_mutex_unlock(&shm->lock);
+        if (!p)
+            return;
+    } else {
+        p = &shm->procs[cookie];
+    }
     if (p->pidfd < 0)
         return;
     fm_core_unwatch(ctx, p->pidfd);
@@ -342,6 +388,26 @@ static void shm_teardown(fm_ctx *ctx, void *state)
             close(p->pidfd);
         }
     }
+    for (int i = 0; i < shm->named_cap; i++) {
+        struct shm_named *nm = shm->named[i];
+        struct shm_proc *p = nm ? nm->proc : NULL;
+        if (p) {
+            for (int b = 0; p->bells && b < (int)p->seg->ep_max; b++)
+                if (p->bells[b].fd >= 0)
+                    close(p->bells[b].fd);
+            free(p->bells);
+            munmap(p->seg, p->seg->seg_size);
+            close(p->memfd);
+            if (p->pidfd >= 0) {
+                fm_core_unwatch(ctx, p->pidfd);
+                close(p->pidfd);
+            }
+            free(p);
+        }
+        free(nm);
+    }
+    free(shm->named);
+    free(shm->sender_proc);
     free(shm->procs);
     free(shm->proc_of);
     pthread_mutex_destroy(&shm->lock);
@@ -352,6 +418,198 @@ static void shm_teardown(fm_ctx *ctx, void *state)
 static off_t seg_off(const struct fm_seg_hdr *h, const void *p)
 {
     return (off_t)((const char *)p - (const char *)h);
+}
+
+/* ---- processes met by name on this node ---------------------------------------- *
+ *
+ * A name says where a process's segment is (pid and descriptor) and which
+ * incarnation it is. The first send maps that segment, checks it is the one
+ * the name says, watches the process's pidfd, and claims a slot of its
+ * sender table with our own name in it: the receiver learns who we are from
+ * there when our rings appear. All under shm->lock.
+ */
+
+/* What a segment shows to prove its owner's domain key (segment.h). */
+static uint64_t domain_check(const uint8_t key[16], uint32_t epoch)
+{
+    const char what[] = "fastmsg segment";
+    uint8_t buf[sizeof(what) + 4];
+    memcpy(buf, what, sizeof(what));
+    memcpy(buf + sizeof(what), &epoch, 4);
+    return fm_siphash(key, buf, sizeof(buf)) | 1; /* never 0: 0 says "no key yet" */
+}
+
+/* The process now has a domain key: its segment proves it from now on. */
+static void shm_named(fm_ctx *ctx, void *state, const uint8_t key[16], const void *card,
+                      size_t len)
+{
+    (void)card, (void)len;
+    struct fm_shm *shm = state;
+    pthread_mutex_lock(&shm->lock);
+    memcpy(shm->key, key, 16);
+    shm->have_key = 1;
+    __atomic_store_n(&shm->seg->domain_check, domain_check(key, fm_core_epoch(ctx)),
+                     __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&shm->lock);
+}
+
+/* The state kept for named peer `peer`, made on first use; NULL on OOM. */
+static struct shm_named *named_of(struct fm_shm *shm, int peer)
+{
+    int i = peer - shm->size;
+    if (i < 0)
+        return NULL;
+    if (i >= shm->named_cap) {
+        int cap = FM_MAX(i + 1, shm->named_cap * 2);
+        struct shm_named **a = realloc(shm->named, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return NULL;
+        memset(a + shm->named_cap, 0, sizeof(*a) * (size_t)(cap - shm->named_cap));
+        shm->named = a;
+        shm->named_cap = cap;
+    }
+    if (!shm->named[i] && (shm->named[i] = calloc(1, sizeof(**shm->named))))
+        shm->named[i]->my_sender = -1;
+    return shm->named[i];
+}
+
+/* Maps the segment a name points to; NULL (and a line at FM_LOG=info) when
+ * it is not there, not this incarnation's, or of another geometry. */
+static struct shm_proc *map_named(fm_ctx *ctx, struct fm_shm *shm, int peer,
+                                  const struct fm_name *n)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%u/fd/%d", n->pid, n->seg_fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (uint64_t)st.st_size < sizeof(struct fm_seg_hdr)) {
+        fm_info("shm", "peer %d (pid %u): no segment at %s: the network link carries it", peer,
+                n->pid, path);
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    struct fm_seg_hdr *h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (h == MAP_FAILED) {
+        close(fd);
+        return NULL;
+    }
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != FM_SEG_MAGIC ||
+        h->version != FM_SEG_VERSION || h->pid != n->pid || h->epoch != n->epoch ||
+        h->seg_size != (uint64_t)st.st_size || h->ep_max != (uint32_t)shm->ep_max) {
+        fm_info("shm", "peer %d (pid %u): its segment is not this incarnation's, or has "
+                       "another FM_EP_MAX: the network link carries it", peer, n->pid);
+        munmap(h, (size_t)st.st_size);
+        close(fd);
+        return NULL;
+    }
+    if (!shm->have_key ||
+        __atomic_load_n(&h->domain_check, __ATOMIC_ACQUIRE) != domain_check(shm->key, n->epoch)) {
+        fm_log_limited(FM_LOG_WARN, "shm", 1,
+                       "pid %u on this node is under another domain key: refused (give both "
+                       "processes the same FM_KEY, or the same key file)", n->pid);
+        munmap(h, (size_t)st.st_size);
+        close(fd);
+        return NULL;
+    }
+    struct shm_proc *p = calloc(1, sizeof(*p));
+    if (p)
+        p->bells = malloc(sizeof(*p->bells) * h->ep_max);
+    if (!p || !p->bells) {
+        if (p)
+            free(p);
+        munmap(h, (size_t)st.st_size);
+        close(fd);
+        return NULL;
+    }
+    *p = (struct shm_proc){.shm = shm, .rank = peer, .pid = (pid_t)n->pid, .memfd = fd,
+                           .seg = h, .bells = p->bells};
+    for (uint32_t b = 0; b < h->ep_max; b++)
+        p->bells[b] = (struct shm_bell){.fd = -1, .proc = p, .slot = (int)b};
+    p->pidfd = pidfd_open_compat((pid_t)n->pid);
+    if (p->pidfd >= 0 &&
+        fm_core_watch(ctx, &fm_shm_link, p->pidfd, NAMED_COOKIE | (uint32_t)peer) != 0) {
+        close(p->pidfd);
+        p->pidfd = -1;
+    }
+    return p;
+}
+
+/* Whether named peer `peer` runs on this node and its segment can be mapped
+ * (shm->lock held): tried once. */
+static struct shm_proc *named_proc(fm_ctx *ctx, struct fm_shm *shm, int peer)
+{
+    struct shm_named *nm = named_of(shm, peer);
+    if (!nm)
+        return NULL;
+    if (!nm->tried) {
+        struct fm_name n;
+        nm->tried = 1;
+        if (fm_core_peer_name(ctx, peer, &n) == 0 && n.node == shm->node && n.seg_fd >= 0)
+            nm->proc = map_named(ctx, shm, peer, &n);
+    }
+    return nm->proc;
+}
+
+/* Our slot in the sender table of p's segment: the one that holds our name
+ * from an earlier claim, else a free one. -1 when the table is full. */
+static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
+{
+    struct fm_seg_hdr *h = p->seg;
+    struct fm_seg_sender *tab = (struct fm_seg_sender *)((char *)h + h->senders_off);
+    int n = (int)(h->nsenders - h->nprocs);
+    struct fm_name me;
+    fm_core_self_name(ctx, &me);
+    for (int i = 0; i < n; i++) {
+        uint32_t free_state = FM_SENDER_FREE;
+        if (!__atomic_compare_exchange_n(&tab[i].state, &free_state, FM_SENDER_WRITING, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        tab[i].len = (uint32_t)fm_name_encode(&me, tab[i].card);
+        tab[i].mac = fm_siphash(shm->key, tab[i].card, tab[i].len);
+        __atomic_store_n(&tab[i].state, FM_SENDER_READY, __ATOMIC_RELEASE);
+        return (int)h->nprocs + i;
+    }
+    fm_log_limited(FM_LOG_WARN, "shm", 4,
+                   "rank %d's (pid %d) shared segment has no free sender slot "
+                   "(its FM_SHM_PEERS): the network link carries this process's messages",
+                   p->rank, (int)p->pid);
+    return -1;
+}
+
+/* The process sending in slot s of our sender table, mapped so that we can
+ * wake it (shm->lock held); its peer index in *peer. NULL if unknown. */
+static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *peer)
+{
+    if (s < shm->nprocs) {
+        *peer = shm->procs[s].rank;
+        return &shm->procs[s];
+    }
+    struct fm_seg_hdr *h = shm->seg;
+    struct fm_seg_sender *e =
+        (struct fm_seg_sender *)((char *)h + h->senders_off) + (s - shm->nprocs);
+    if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != FM_SENDER_READY)
+        return NULL;
+    struct fm_name n;
+    uint8_t card[sizeof(e->card)];
+    uint32_t len = FM_MIN(e->len, (uint32_t)sizeof(card));
+    memcpy(card, e->card, len);
+    if (fm_name_decode(card, len, &n) != 0)
+        return NULL;
+    if (!shm->have_key || fm_siphash(shm->key, card, len) != e->mac) {
+        fm_log_limited(FM_LOG_WARN, "shm", 1,
+                       "pid %u on this node sends under another domain key: its messages are "
+                       "dropped (give both processes the same FM_KEY, or the same key file)",
+                       n.pid);
+        return NULL;
+    }
+    int p = fm_core_peer_by_name(ctx, card, len, n.epoch);
+    if (p < shm->size) /* not a name, or one of our own ranks: not a sender by name */
+        return NULL;
+    *peer = p;
+    return shm->sender_proc[s] = named_proc(ctx, shm, p);
 }
 
 /* ---- endpoints -------------------------------------------------------------- */
@@ -365,7 +623,7 @@ static int shm_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
     int slot = fm_core_ep_slot(ep);
     struct shm_ep *se = calloc(1, sizeof(*se));
     if (se)
-        se->rx = calloc((size_t)shm->nprocs * (size_t)shm->ep_max, sizeof(*se->rx));
+        se->rx = calloc((size_t)shm->nsenders * (size_t)shm->ep_max, sizeof(*se->rx));
     if (!se || !se->rx) {
         free(se);
         return FM_ENOMEM;
@@ -430,11 +688,10 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 /* Attaches the endpoint's rings that senders claimed since the last look. */
 static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 {
-    (void)ctx;
     struct fm_shm *shm = state;
     struct shm_ep *se = ep_state;
     struct fm_seg_hdr *h = shm->seg;
-    int slot = fm_core_ep_slot(ep), rings = shm->nprocs * shm->ep_max;
+    int slot = fm_core_ep_slot(ep), rings = shm->nsenders * shm->ep_max;
     for (int i = 0; i < rings; i++) {
         struct fm_rx *rx = &se->rx[i];
         if (rx->ring.ctl)
@@ -442,11 +699,17 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, i);
         if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
             continue;
+        int peer;
+        pthread_mutex_lock(&shm->lock);
+        struct shm_proc *sender = sender_of(ctx, shm, i / shm->ep_max, &peer);
+        pthread_mutex_unlock(&shm->lock);
+        if (!sender)
+            continue; /* a slot whose name does not read: its ring is never read */
         rx->ring = (struct fm_ring){
             .ctl = ctl, .data = fm_seg_data(h, slot, i), .size = h->ring_size};
         rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
         rx->link = &fm_shm_link;
-        rx->src_rank = shm->procs[i / shm->ep_max].rank;
+        rx->src_rank = peer;
         rx->src = FM_ADDR_NONE;
         if (fm_core_ep_attach_rx(ep, rx) != 0) {
             rx->ring.ctl = NULL; /* looked at again at the next claim */
@@ -457,12 +720,17 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 
 /* ---- sending ---------------------------------------------------------------- */
 
-/* The ranks of this job on this node. (Processes met by name go over the
- * network link for now, also on this node: see docs/shm.md.) */
+/* The ranks of this job on this node, and processes met by name whose
+ * segment this process can map (same node, same user, same PID namespace). */
 static int shm_reaches(fm_ctx *ctx, void *state, int peer)
 {
     struct fm_shm *shm = state;
-    return peer < fm_core_size(ctx) && shm->proc_of[peer] >= 0;
+    if (peer < shm->size)
+        return shm->proc_of[peer] >= 0;
+    pthread_mutex_lock(&shm->lock);
+    struct shm_proc *p = named_proc(ctx, shm, peer);
+    pthread_mutex_unlock(&shm->lock);
+    return p != NULL;
 }
 
 /* Slot of the open endpoint on `channel` in a directory, its generation in
@@ -493,7 +761,21 @@ static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
 {
     (void)ep_state;
     struct fm_shm *shm = state;
-    struct shm_proc *proc = &shm->procs[shm->proc_of[rank]];
+    struct shm_proc *proc;
+    int sender = shm->my_proc; /* our slot in its sender table */
+    if (rank < shm->size) {
+        proc = &shm->procs[shm->proc_of[rank]];
+    } else {
+        pthread_mutex_lock(&shm->lock);
+        struct shm_named *nm = named_of(shm, rank);
+        proc = nm ? nm->proc : NULL;
+        if (proc && nm->my_sender < 0)
+            nm->my_sender = claim_sender(ctx, shm, proc);
+        sender = proc ? nm->my_sender : -1;
+        pthread_mutex_unlock(&shm->lock);
+        if (sender < 0)
+            return FM_EUNREACH;
+    }
     struct fm_seg_hdr *h = proc->seg;
     uint32_t gen;
     if (!fm_core_peer_up(ctx, rank))
@@ -507,7 +789,7 @@ static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
         return FM_EAGAIN;
     }
     int my_slot = fm_core_ep_slot(ep);
-    int ring = shm->my_proc * (int)h->ep_max + my_slot;
+    int ring = sender * (int)h->ep_max + my_slot;
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, ring);
     unsigned char *data = fm_seg_data(h, slot, ring);
     if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE)) {
@@ -515,7 +797,7 @@ static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
                         "FM_SHM_RING_SIZE");
         if (rc)
             return rc;
-        ctl->producer_proc = (uint32_t)shm->my_proc;
+        ctl->producer_proc = (uint32_t)sender;
         ctl->producer_ep = (uint32_t)my_slot;
         __atomic_store_n(&ctl->claimed, 1, __ATOMIC_RELEASE);
         __atomic_fetch_add(&h->ep[slot].nclaimed, 1, __ATOMIC_RELEASE);
@@ -596,10 +878,23 @@ static void shm_released(fm_ctx *ctx, void *state, struct fm_rx *rx)
     struct fm_ring_ctl *ctl = rx->ring.ctl;
     if (fm_unlikely(__atomic_load_n(&ctl->space_wanted, __ATOMIC_RELAXED))) {
         __atomic_store_n(&ctl->space_wanted, 0, __ATOMIC_RELAXED);
-        if (ctl->producer_proc < (uint32_t)shm->nprocs &&
-            ctl->producer_ep < (uint32_t)shm->ep_max)
-            ring_bell(&shm->procs[ctl->producer_proc].bells[ctl->producer_ep]);
+        uint32_t s = ctl->producer_proc, e = ctl->producer_ep;
+        struct shm_proc *p = NULL;
+        if (s < (uint32_t)shm->nprocs)
+            p = &shm->procs[s];
+        else if (s < (uint32_t)shm->nsenders)
+            p = shm->sender_proc[s]; /* known since its ring was attached */
+        if (p && e < p->seg->ep_max)
+            ring_bell(&p->bells[e]);
     }
+}
+
+/* Our segment goes into the process's name: peers on this node map it. */
+static void shm_describe(fm_ctx *ctx, void *state, struct fm_name *n)
+{
+    (void)ctx;
+    struct fm_shm *shm = state;
+    n->seg_fd = shm->procs[shm->my_proc].memfd;
 }
 
 /* ---- what fm_info shows -------------------------------------------------------- */
@@ -653,6 +948,8 @@ const struct fm_link fm_shm_link = {
     .start = shm_start,
     .leaving = shm_leaving,
     .teardown = shm_teardown,
+    .describe = shm_describe,
+    .named = shm_named,
     .ep_open = shm_ep_open,
     .ep_bell = shm_ep_bell,
     .ep_close = shm_ep_close,
