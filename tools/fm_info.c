@@ -1,7 +1,9 @@
 /* fm_info: what the library sees: version, transports, limits, and every
  * configuration variable with its value and meaning. */
 #include "core/config.h"
+#include "core/key.h"
 #include "core/link.h"
+#include "core/name.h"
 #include "fastmsg.h"
 
 #include <stdio.h>
@@ -54,6 +56,14 @@ int main(int argc, char **argv)
     printf("transports:\n");
     for (int i = 0; i < fm_nlinks; i++)
         fm_links[i]->info(&cfg, stdout);
+
+    char source[600];
+    fm_key_source(source, sizeof(source));
+    printf("\npeers by name:\n");
+    printf("  name format   version %d, %d to %d bytes (FM_NAME_MAX %d): channel, job and rank,\n"
+           "                epoch, node, pid and shared segment, up to %d rails, CRC32C\n",
+           FM_NAME_VERSION, 36, 36 + 6 * FM_NAME_RAILS, FM_NAME_MAX, FM_NAME_RAILS);
+    printf("  domain key    %s\n", source);
 
     printf("\nlimits:\n");
     for (int i = 0; i < fm_nlinks; i++)

@@ -919,7 +919,7 @@ static void shm_info(const struct fm_config *cfg, FILE *out)
             close(fd2);
         close(fd);
     }
-    fprintf(out, "  shm   shared-memory rings between ranks of one node: %s%s\n", why,
+    fprintf(out, "  shm   shared-memory rings between processes of one node: %s%s\n", why,
             (cfg->transports & FM_TRANSPORT_SHM) ? "" : " (disabled by FM_TRANSPORTS)");
 }
 
@@ -931,13 +931,20 @@ static void shm_info_limits(const struct fm_config *cfg, FILE *out)
             (long long)cfg->shm_max_msg);
     fprintf(out, "  receive ring per sender (shm)   %lld bytes (FM_SHM_RING_SIZE)\n",
             (long long)cfg->shm_ring_size);
+    long long ep = (long long)cfg->ep_max, ring = (long long)cfg->shm_ring_size;
+    size_t ctl = sizeof(struct fm_ring_ctl);
     fprintf(out,
-            "  shared memory per process, L ranks on the node, E endpoints open, S sending\n"
-            "  endpoints that have talked to them:\n"
-            "      committed = 4 KiB + E * ceil4K(L * %lld * %zu B) + S * %lld B\n"
-            "      at most   = 4 KiB + E * (L * %lld * (%zu B + %lld B))\n",
-            (long long)cfg->ep_max, sizeof(struct fm_ring_ctl), (long long)cfg->shm_ring_size,
-            (long long)cfg->ep_max, sizeof(struct fm_ring_ctl), (long long)cfg->shm_ring_size);
+            "  senders met by name (shm)       %lld per process (FM_SHM_PEERS; more go over "
+            "udp)\n",
+            (long long)cfg->shm_peers);
+    fprintf(out,
+            "  shared memory per process, L ranks of its job on the node, P = FM_SHM_PEERS, E\n"
+            "  endpoints open, S sending endpoints (of either kind) that have talked to them:\n"
+            "      header    = ceil4K(128 B + %lld * %zu B + P * %zu B)\n"
+            "      committed = header + E * ceil4K((L + P) * %lld * %zu B) + S * %lld B\n"
+            "      at most   = header + E * (L + P) * %lld * (%zu B + %lld B)   (virtual)\n",
+            ep, sizeof(struct fm_seg_ep), sizeof(struct fm_seg_sender), ep, ctl, ring, ep, ctl,
+            ring);
 }
 
 const struct fm_link fm_shm_link = {
