@@ -4,7 +4,8 @@
  * Run by tests/names_test.sh on one host and between network namespaces.
  *
  *   names serve FILE NCLIENTS   answers NCLIENTS clients, one after another
- *   names client FILE ID        sends a stream, gets it back, says done
+ *   names client FILE ID        sends a stream, gets it back, says done (under
+ *                               a launcher, rank r is client ID + r)
  *   names lost FILE             sends until the server is killed: expects
  *                               FM_EPEERLOST, never a hang
  *   names invalid -             bad names and bad calls get FM_EINVAL
@@ -204,12 +205,24 @@ int main(int argc, char **argv)
         return 2;
     }
     ctx = fmt_init();
-    CHECK_EQ(fm_size(ctx), 1); /* no launcher */
     CHECK_RC(fm_ep_open(ctx, CH, &ep), 0);
-    if (strcmp(argv[1], "serve") == 0 && argc == 4)
+    if (strcmp(argv[1], "serve") == 0 && argc == 4) {
+        CHECK_EQ(fm_size(ctx), 1); /* no launcher */
         serve(argv[2], atoi(argv[3]));
-    else if (strcmp(argv[1], "client") == 0 && argc == 4)
-        client(argv[2], (uint32_t)atoi(argv[3]));
+    } else if (strcmp(argv[1], "client") == 0 && argc == 4) {
+        /* Ranks of a launcher job are clients too, each with its own id, one
+         * after another (the server answers one client at a time): a token
+         * goes from rank to rank on a second endpoint. */
+        int rank = fm_rank(ctx), size = fm_size(ctx);
+        fm_ep *turn;
+        char token = 1;
+        CHECK_RC(fm_ep_open(ctx, CH + 1, &turn), 0);
+        if (rank > 0)
+            CHECK_EQ(fmt_recv_copy(turn, &token, 1, NULL), 1);
+        client(argv[2], (uint32_t)(atoi(argv[3]) + rank));
+        if (rank + 1 < size)
+            CHECK_EQ(fmt_send_all(turn, fm_addr_of(ctx, rank + 1, CH + 1), &token, 1), 1);
+    }
     else if (strcmp(argv[1], "lost") == 0)
         lost(argv[2]);
     else if (strcmp(argv[1], "invalid") == 0)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Peers by name between programs that no launcher joined (tests/names.c):
 # the server writes its endpoint's name to a file, clients read it.
-#   names_test.sh local NAMES   on this host
-#   names_test.sh netns NAMES   server and clients in two network namespaces,
-#                               over one rail and two, with FM_FAULT
+#   names_test.sh local NAMES FMRUN   on this host
+#   names_test.sh netns NAMES FMRUN   server and clients in two network
+#                                     namespaces, over one rail and two, with FM_FAULT
 set -u
 mode=$1
 NAMES=$2
+FMRUN=$3
 tmp=$(mktemp -d)
 fails=0
 pids=()
@@ -63,6 +64,11 @@ check "the server saw it through" served
 serve 2
 id=1 client && sleep 0.3 && id=2 check "a third program joins later" client
 check "the server answered both" served
+
+serve 2
+check "the ranks of a launcher job reach a process outside it by name" \
+  "${on_b[@]}" "$FMRUN" -n 2 "$NAMES" client "$tmp/name" 1
+check "the server answered both ranks" served
 
 if [ "$mode" = local ]; then
   serve 1
