@@ -71,6 +71,10 @@ check "the ranks of a launcher job reach a process outside it by name" \
 check "the server answered both ranks" served
 
 if [ "$mode" = local ]; then
+  if unshare -rn true 2>/dev/null; then
+    check "no network at all: a process still starts and names itself" \
+      unshare -rn "$NAMES" invalid -
+  fi
   serve 1
   env FM_STATS=1 "$NAMES" client "$tmp/name" 1 2>"$tmp/client.err"
   check "on one node, by name over shared memory (no datagram)" \

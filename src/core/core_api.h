@@ -4,9 +4,9 @@
  * so a link never touches an endpoint's or the context's fields and never
  * has to know the core's lock rules beyond the one below.
  *
- * Lock order: a link's own lock, then ctx->lock. A link may call these
- * with its own lock held (the network link calls them from its engine's
- * upcalls), never with ctx->lock held.
+ * Lock order: ctx->domain_lock, then a link's own lock, then ctx->lock. A
+ * link may call these with its own lock held (the network link calls them
+ * from its engine's upcalls), never with ctx->lock held.
  *
  * Endpoint lifetime: the core owns every endpoint. An endpoint a link got
  * from fm_core_attach_rx stays valid until that link's ep_close member has

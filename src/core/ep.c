@@ -345,10 +345,11 @@ static void routes_sweep(fm_ep *ep)
     free(old);
 }
 
-/* The first link in the registry's order that reaches rank `peer`, or -1. */
-static int link_for(fm_ctx *ctx, int peer)
+/* The first link from `from` on, in the registry's order, that reaches
+ * `peer`, or -1. */
+static int link_for(fm_ctx *ctx, int peer, int from)
 {
-    for (int i = 0; i < fm_nlinks; i++)
+    for (int i = from; i < fm_nlinks; i++)
         if (ctx->link_state[i] && fm_links[i]->reaches(ctx, ctx->link_state[i], peer))
             return i;
     return -1;
@@ -364,7 +365,7 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
     uint8_t state = __atomic_load_n(&fm_peer_at(ctx, rank)->state, __ATOMIC_ACQUIRE);
     if (state != FM_PEER_UP)
         return state & FM_PEER_REMOVED ? FM_EINVAL : FM_EPEERLOST;
-    int li = link_for(ctx, rank);
+    int li = link_for(ctx, rank, 0);
     if (li < 0)
         return FM_EUNREACH;
     if (ep->nroutes >= ROUTES_SWEEP && ep->nroutes * 2 >= ep->routes_cap)
@@ -383,9 +384,15 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
     }
     if (!route_valid(rt)) {
         drop_route(ep, rt, 0);
-        const struct fm_link *l = fm_links[li];
-        int rc = l->resolve(ctx, ctx->link_state[li], ep, ep->link_state[li], rank,
+        const struct fm_link *l;
+        int rc;
+        /* A link that reaches the peer but has no room for us (FM_EUNREACH:
+         * say, a full sender table) leaves it to the next one. */
+        do {
+            l = fm_links[li];
+            rc = l->resolve(ctx, ctx->link_state[li], ep, ep->link_state[li], rank,
                             fm_addr_channel(dst), rt);
+        } while (rc == FM_EUNREACH && (li = link_for(ctx, rank, li + 1)) >= 0);
         if (rc) {
             rt->gen_word = NULL;
             if (rc == FM_EAGAIN)

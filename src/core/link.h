@@ -8,6 +8,8 @@
  * Who calls what, and with which lock:
  *  - setup, join, start, leaving, teardown: fm_init and fm_finalize, on the
  *    thread that calls them, no lock held.
+ *  - describe, named: any thread, with ctx->domain_lock held (named) or no
+ *    lock (describe); they may take the link's own lock.
  *  - ep_open, ep_bell, ep_close, resolve, send, grant, commit, drop,
  *    refresh, released, retire: the thread that uses the endpoint (one at a
  *    time, as the API says), no core lock held. ep_close runs after the

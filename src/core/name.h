@@ -11,7 +11,8 @@
  *          flags (FM_NAME_SHM)
  *   3  u8  0
  *   4  u32 channel
- *   8  u32 job: a hash of the launcher's job id (0 for no launcher)
+ *   8  u32 job: a hash of the launcher's job id (a process started by no
+ *          launcher is a job of its own)
  *  12  u32 rank in that job
  *  16  u32 epoch: the process's incarnation, random, never 0
  *  20  u32 node: a hash of the kernel's boot id
@@ -37,7 +38,7 @@
 
 struct fm_name {
     uint32_t channel;
-    uint32_t job, rank, epoch, node, pid;
+    uint32_t job, rank, epoch, node, pid; /* see the layout above */
     int32_t seg_fd; /* -1: no shared segment */
     int nrails;
     struct {

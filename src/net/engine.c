@@ -211,6 +211,13 @@ static struct fm_session *named_session(const struct fm_net *net, uint32_t epoch
 
 static int named_register(struct fm_net *net, struct fm_session *s, uint32_t epoch)
 {
+    /* Named packets are found by the sender's epoch alone: two processes
+     * that drew the same 32-bit epoch (about 1 in 4 billion pairs) cannot
+     * both have a session here. */
+    if (named_session(net, epoch)) {
+        fm_error("net", "two peers have the epoch %08x: the later one is refused", epoch);
+        return FM_EINVAL;
+    }
     if ((net->nby_epoch + 1) * 2 > net->by_epoch_cap) {
         size_t cap = net->by_epoch_cap ? net->by_epoch_cap * 2 : 64;
         int *old = net->by_epoch;
@@ -1243,7 +1250,7 @@ drop:
     if ((why == FM_DROP_FOREIGN || why == FM_DROP_AUTH) && len >= sizeof(h)) {
         memcpy(&h, pkt, sizeof(h));
         if (h.op == FM_OP_HELLO && h.src_rank == FM_WIRE_NAMED)
-            fm_log_limited(FM_LOG_WARN, "net", 1,
+            fm_log_limited(FM_LOG_ERROR, "net", 1,
                            "a process at %s:%u asked for a session under another domain key "
                            "(or before this one called fm_ep_name or fm_addr_insert), and is "
                            "refused: give both the same FM_KEY, or the same key file",

@@ -10,7 +10,7 @@
  * A session joins two processes: one sequence space per direction, set up by
  * HELLO/HELLO_ACK (one round trip, authenticated by the job key). Over it
  * run flows, one per (sending endpoint, receiving channel). A flow's data is
- * a stream of ring records (the format of src/shm/ring.h); the sender keeps
+ * a stream of ring records (the format of src/core/ring.h); the sender keeps
  * a mirror of the receiver's ring and sends byte ranges of it, the receiver
  * lays them into its ring at the same positions and publishes each record
  * when it is complete and in order, so fm_recv reads network messages the
@@ -18,8 +18,8 @@
  * receiver returns released bytes as credits, and a sender never has more
  * than a ring's worth outstanding, so everything that arrives in order fits.
  *
- * Thread safety: the caller serializes all calls on one engine (the core
- * holds its net lock), except that the mirror rings are written by their
+ * Thread safety: the caller serializes all calls on one engine (the UDP link
+ * holds its lock), except that the mirror rings are written by their
  * sending endpoint and the landing rings read by their receiving endpoint,
  * with the ring's own release/acquire protocol.
  */

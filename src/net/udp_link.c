@@ -537,21 +537,26 @@ static int udp_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
 
 /* ---- setup ------------------------------------------------------------------------- */
 
-/* Whether any rank of the job talks over the network: the same answer on
- * every rank, since all read the same node map and configuration. A
- * process started by no launcher, or given a domain key, may be reached by
- * name from anywhere. */
+/* Whether ranks of the job talk to each other over the network: the same
+ * answer on every rank, since all read the same node map and configuration. */
 static int job_needs_net(fm_ctx *ctx)
 {
-    const char *key = getenv("FM_KEY");
-    if (!(fm_core_cfg(ctx)->transports & FM_TRANSPORT_SHM) || fm_core_size(ctx) == 1 ||
-        (key && *key))
+    if (!(fm_core_cfg(ctx)->transports & FM_TRANSPORT_SHM))
         return 1;
     const int *node_of = fm_core_node_of(ctx);
     for (int r = 1; r < fm_core_size(ctx); r++)
         if (node_of[r] != node_of[0])
             return 1;
     return 0;
+}
+
+/* Whether this process may be reached by name from other nodes: started by
+ * no launcher, or given a domain key. (A rank may decide this alone: its job's
+ * ranks reach each other without the network.) */
+static int may_be_named(fm_ctx *ctx)
+{
+    const char *key = getenv("FM_KEY");
+    return fm_core_size(ctx) == 1 || (key && *key);
 }
 
 /* Rank 0 makes the job key and publishes it for the others. */
@@ -577,11 +582,13 @@ static int udp_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
 {
     const struct fm_config *cfg = fm_core_cfg(ctx);
     struct fm_boot *boot = fm_core_boot(ctx);
-    if (!job_needs_net(ctx))
-        return 0;
-    int rc;
+    int needed = job_needs_net(ctx), rc;
+    /* Rank 0 publishes the job key whatever it decides for itself, so that
+     * ranks that open the link alone (may_be_named) find one. */
     if (fm_core_rank(ctx) == 0 && (rc = publish_job_key(boot, err, errlen)) != 0)
         return rc;
+    if (!needed && !may_be_named(ctx))
+        return 0;
     struct udp_link *nl = calloc(1, sizeof(*nl));
     if (!nl)
         return FM_ENOMEM;
@@ -592,7 +599,13 @@ static int udp_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     if (rc < 0) {
         pthread_mutex_destroy(&nl->lock);
         free(nl);
-        return rc;
+        if (needed)
+            return rc;
+        /* Only names from other nodes would have needed it. */
+        fm_warn("net", "no network link (%s): peers by name on other nodes are unreachable",
+                err);
+        err[0] = '\0';
+        return 0;
     }
     nl->nrails = rc;
     *state = nl; /* from here on, teardown cleans up */

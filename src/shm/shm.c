@@ -507,7 +507,7 @@ static struct shm_proc *map_named(fm_ctx *ctx, struct fm_shm *shm, int peer,
     }
     if (!shm->have_key ||
         __atomic_load_n(&h->domain_check, __ATOMIC_ACQUIRE) != domain_check(shm->key, n->epoch)) {
-        fm_log_limited(FM_LOG_WARN, "shm", 1,
+        fm_log_limited(FM_LOG_ERROR, "shm", 1,
                        "pid %u on this node is under another domain key: refused (give both "
                        "processes the same FM_KEY, or the same key file)", n->pid);
         munmap(h, (size_t)st.st_size);
@@ -553,8 +553,10 @@ static struct shm_proc *named_proc(fm_ctx *ctx, struct fm_shm *shm, int peer)
     return nm->proc;
 }
 
-/* Our slot in the sender table of p's segment: the one that holds our name
- * from an earlier claim, else a free one. -1 when the table is full. */
+/* A free slot of the sender table of p's segment, now holding our name
+ * (claimed once per peer: named_of keeps it). -1 when the table is full;
+ * slots of senders that exited are not given back yet, so FM_SHM_PEERS
+ * counts every process that ever sent to p. */
 static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
 {
     struct fm_seg_hdr *h = p->seg;
@@ -573,9 +575,9 @@ static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
         return (int)h->nprocs + i;
     }
     fm_log_limited(FM_LOG_WARN, "shm", 4,
-                   "rank %d's (pid %d) shared segment has no free sender slot "
-                   "(its FM_SHM_PEERS): the network link carries this process's messages",
-                   p->rank, (int)p->pid);
+                   "pid %d's shared segment has no free sender slot (its FM_SHM_PEERS): "
+                   "the network link carries this process's messages to it",
+                   (int)p->pid);
     return -1;
 }
 
@@ -599,7 +601,7 @@ static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *p
     if (fm_name_decode(card, len, &n) != 0)
         return NULL;
     if (!shm->have_key || fm_siphash(shm->key, card, len) != e->mac) {
-        fm_log_limited(FM_LOG_WARN, "shm", 1,
+        fm_log_limited(FM_LOG_ERROR, "shm", 1,
                        "pid %u on this node sends under another domain key: its messages are "
                        "dropped (give both processes the same FM_KEY, or the same key file)",
                        n.pid);
