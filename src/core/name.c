@@ -64,8 +64,10 @@ int fm_name_decode(const void *buf, size_t len, struct fm_name *n)
     d.epoch = get32(p + 16);
     d.node = get32(p + 20);
     d.pid = get32(p + 24);
-    d.seg_fd = (p[2] & FM_NAME_SHM) ? (int32_t)get32(p + 28) : -1;
-    if (d.epoch == 0 || ((p[2] & FM_NAME_SHM) && d.seg_fd < 0) || (int32_t)d.rank < 0)
+    d.seg_fd = (int32_t)get32(p + 28);
+    /* One encoding per name: without a segment the field is -1. */
+    if (d.epoch == 0 || ((p[2] & FM_NAME_SHM) != 0) != (d.seg_fd >= 0) || d.seg_fd < -1 ||
+        (int32_t)d.rank < 0)
         return FM_EINVAL;
     d.nrails = nrails;
     for (int i = 0; i < nrails; i++) {
