@@ -80,6 +80,14 @@ if [ "$mode" = local ]; then
   check "on one node, by name over shared memory (no datagram)" \
     grep -q "net: tx_packets=0 " "$tmp/client.err"
   check "the server saw it through" served
+  serve 3 FM_SHM_PEERS=1
+  for id in 1 2 3; do
+    env FM_STATS=1 "$NAMES" client "$tmp/name" "$id" 2>"$tmp/client$id.err" || break
+    sleep 0.5 # the server learns of the exit from the client's pidfd
+  done
+  check "one sender slot (FM_SHM_PEERS=1), given back as each client exits: the third" \
+    grep -q "net: tx_packets=0 " "$tmp/client3.err"
+  check "the server answered all three" served
   serve 1 FM_TRANSPORTS=udp
   check "on one node, by name over the network link (FM_TRANSPORTS=udp)" \
     client FM_TRANSPORTS=udp

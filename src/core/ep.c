@@ -782,6 +782,13 @@ int fm_ep_ready(fm_ep *ep)
         struct fm_rx *rx = ep->active[i];
         if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))
             return 1;
+        /* An ended ring read to its end leaves now, so that whoever is to
+         * take its place (a sender slot on this node) need not wait for a
+         * poll. */
+        if (__atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE) && retire(ep, rx)) {
+            ep->active[i--] = ep->active[--ep->nactive];
+            ep->next = 0;
+        }
     }
     for (int i = 0; i < ep->nwant; i++) {
         struct fm_route *rt = ep->want_space[i].rt;

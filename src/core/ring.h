@@ -52,7 +52,8 @@ struct fm_ring_ctl {
     uint32_t src_told;    /* 1 once a FM_REC_SRC record was written */
     uint8_t pad1[FM_CACHE_LINE - 24];
     /* Written once when the ring is claimed, and when the producer waits. */
-    uint32_t claimed;       /* 1 once the producer set the ring up */
+    uint32_t claimed;       /* the receiving endpoint's generation the producer set the
+                               ring up for (shm/shm.c), 0 before */
     uint32_t space_wanted;  /* producer sleeps until head moves: consumer rings its doorbell */
     uint32_t producer_proc; /* local index of the sending process */
     uint32_t producer_ep;   /* endpoint slot of the sender in its process */

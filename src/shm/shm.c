@@ -46,6 +46,7 @@ struct shm_named {
     int tried;             /* reaching it was tried: proc says how it went */
     struct shm_proc *proc; /* its segment mapped, or NULL: not reachable here */
     int my_sender;         /* our slot in its sender table, -1 until claimed */
+    int its_sender;        /* its slot in our sender table, -1 if it never sent here */
 };
 
 struct fm_shm {
@@ -58,6 +59,9 @@ struct fm_shm {
     struct shm_named **named; /* [named_cap], by peer - size, under lock */
     int named_cap;
     struct shm_proc **sender_proc; /* [nsenders]: who sends in each slot, once known */
+    int *slot_rings;        /* [nsenders]: rings of that sender attached to endpoints */
+    uint8_t *slot_dead;     /* [nsenders]: its sender exited: free once its rings are */
+    struct shm_ep *eps;     /* open endpoints, under lock */
     uint8_t key[16];        /* the domain key, once the process has one */
     int have_key;
     int ep_max;
@@ -74,7 +78,10 @@ struct fm_shm {
  * on, one per (local process, endpoint slot), attached as senders claim them. */
 struct shm_ep {
     struct fm_seg_ep *dir;
+    int slot;
+    uint32_t gen; /* its directory generation: the rings claimed for it carry it */
     struct fm_rx *rx; /* [nsenders * ep_max] */
+    struct shm_ep *next, **pprev; /* the open endpoints, under shm->lock */
 };
 
 static uint64_t page_up(uint64_t x) { return FM_ALIGN_UP(x, (uint64_t)PAGE); }
@@ -185,7 +192,9 @@ static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     }
     shm->nsenders = shm->nprocs + (int)cfg->shm_peers;
     shm->sender_proc = calloc((size_t)shm->nsenders, sizeof(*shm->sender_proc));
-    if (!shm->sender_proc) {
+    shm->slot_rings = calloc((size_t)shm->nsenders, sizeof(*shm->slot_rings));
+    shm->slot_dead = calloc((size_t)shm->nsenders, 1);
+    if (!shm->sender_proc || !shm->slot_rings || !shm->slot_dead) {
         snprintf(err, errlen, "shm: out of memory");
         return FM_ENOMEM;
     }
@@ -334,6 +343,7 @@ static int shm_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
 #define NAMED_COOKIE 0x80000000u
 
 static struct shm_named *named_of(struct fm_shm *shm, int peer);
+static void named_gone(struct fm_shm *shm, struct shm_proc *p, int peer);
 
 /* A local peer's pidfd became readable: it exited. */
 static void shm_event(fm_ctx *ctx, void *state, uint32_t cookie)
@@ -356,6 +366,9 @@ static void shm_event(fm_ctx *ctx, void *state, uint32_t cookie)
     close(p->pidfd);
     p->pidfd = -1;
     int finalized = __atomic_load_n(&p->seg->state, __ATOMIC_ACQUIRE) == FM_SEG_FINALIZED;
+    /* Its rings end first: the wake-up that comes with the news retires them. */
+    if (cookie & NAMED_COOKIE)
+        named_gone(shm, p, (int)(cookie & ~NAMED_COOKIE));
     fm_core_peer_gone(ctx, p->rank, finalized ? FM_PEER_FINALIZED : FM_PEER_FAILED);
 }
 
@@ -408,6 +421,8 @@ static void shm_teardown(fm_ctx *ctx, void *state)
     }
     free(shm->named);
     free(shm->sender_proc);
+    free(shm->slot_rings);
+    free(shm->slot_dead);
     free(shm->procs);
     free(shm->proc_of);
     pthread_mutex_destroy(&shm->lock);
@@ -469,7 +484,7 @@ static struct shm_named *named_of(struct fm_shm *shm, int peer)
         shm->named_cap = cap;
     }
     if (!shm->named[i] && (shm->named[i] = calloc(1, sizeof(**shm->named))))
-        shm->named[i]->my_sender = -1;
+        shm->named[i]->my_sender = shm->named[i]->its_sender = -1;
     return shm->named[i];
 }
 
@@ -554,9 +569,9 @@ static struct shm_proc *named_proc(fm_ctx *ctx, struct fm_shm *shm, int peer)
 }
 
 /* A free slot of the sender table of p's segment, now holding our name
- * (claimed once per peer: named_of keeps it). -1 when the table is full;
- * slots of senders that exited are not given back yet, so FM_SHM_PEERS
- * counts every process that ever sent to p. */
+ * (claimed once per peer: named_of keeps it). -1 when the table is full:
+ * FM_SHM_PEERS counts the processes that send to p and are alive, or whose
+ * last messages p has not read yet. */
 static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
 {
     struct fm_seg_hdr *h = p->seg;
@@ -611,7 +626,71 @@ static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *p
     if (p < shm->size) /* not a name, or one of our own ranks: not a sender by name */
         return NULL;
     *peer = p;
+    struct shm_named *nm = named_of(shm, p);
+    if (nm)
+        nm->its_sender = s;
     return shm->sender_proc[s] = named_proc(ctx, shm, p);
+}
+
+/*
+ * A process met by name exited. What it sent stays readable: its rings
+ * here end, and are retired once read (shm_retire); then its slot of our
+ * sender table is free for another process. Its own segment stays mapped,
+ * since routes still look at its directory, but the memory of its rings
+ * goes back to the system (every process that maps the segment sees that:
+ * the header, which says whether it finalized, is kept). Sends to it fail
+ * on the peer's state before they touch a ring. (shm->lock not held.)
+ */
+static void free_slot(struct fm_shm *shm, int s);
+
+static void named_gone(struct fm_shm *shm, struct shm_proc *p, int peer)
+{
+    pthread_mutex_lock(&shm->lock);
+    struct shm_named *nm = named_of(shm, peer);
+    int s = nm ? nm->its_sender : -1;
+    if (s >= 0) {
+        shm->slot_dead[s] = 1;
+        for (struct shm_ep *se = shm->eps; se; se = se->next)
+            for (int e = 0; e < shm->ep_max; e++)
+                if (se->rx[s * shm->ep_max + e].ring.ctl)
+                    fm_core_rx_end(&se->rx[s * shm->ep_max + e]);
+        if (!shm->slot_rings[s])
+            free_slot(shm, s);
+    }
+    /* Not the header: other processes still read its state (did it finalize?). */
+    fallocate(p->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)p->seg->hdr_size,
+              (off_t)(p->seg->seg_size - p->seg->hdr_size));
+    pthread_mutex_unlock(&shm->lock);
+}
+
+/* Gives slot s of our sender table back (shm->lock held): its sender
+ * exited and none of its rings is attached any more. */
+static void free_slot(struct fm_shm *shm, int s)
+{
+    struct fm_seg_hdr *h = shm->seg;
+    struct fm_seg_sender *e =
+        (struct fm_seg_sender *)((char *)h + h->senders_off) + (s - shm->nprocs);
+    for (int i = 0; i < shm->named_cap; i++)
+        if (shm->named[i] && shm->named[i]->its_sender == s)
+            shm->named[i]->its_sender = -1;
+    /* Rings it claimed in endpoints that never looked at them are made new
+     * too (refresh attaches only rings whose slot still holds a sender). */
+    struct fm_seg_hdr *own = shm->seg;
+    for (struct shm_ep *se = shm->eps; se; se = se->next)
+        for (int k = 0; k < shm->ep_max; k++) {
+            int i = s * shm->ep_max + k;
+            struct fm_ring_ctl *ctl = fm_seg_ctl(own, se->slot, i);
+            if (se->rx[i].ring.ctl || !__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
+                continue;
+            fallocate(shm->procs[shm->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      seg_off(own, fm_seg_data(own, se->slot, i)), (off_t)own->ring_size);
+            memset(ctl, 0, sizeof(*ctl));
+        }
+    shm->sender_proc[s] = NULL;
+    shm->slot_dead[s] = 0;
+    e->len = 0;
+    e->mac = 0;
+    __atomic_store_n(&e->state, FM_SENDER_FREE, __ATOMIC_RELEASE);
 }
 
 /* ---- endpoints -------------------------------------------------------------- */
@@ -649,6 +728,15 @@ static int shm_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
     d->nclaimed = 0;
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* odd: open */
     se->dir = d;
+    se->slot = slot;
+    se->gen = d->gen;
+    pthread_mutex_lock(&shm->lock);
+    se->next = shm->eps;
+    se->pprev = &shm->eps;
+    if (shm->eps)
+        shm->eps->pprev = &se->next;
+    shm->eps = se;
+    pthread_mutex_unlock(&shm->lock);
     fm_core_ep_sleep_word(ep, &d->sleeping);
     fm_core_ep_news(ep, &fm_shm_link, &d->nclaimed);
     *ep_state = se;
@@ -675,6 +763,17 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     struct fm_seg_hdr *h = shm->seg;
     int slot = fm_core_ep_slot(ep);
     struct fm_seg_ep *d = se->dir;
+    pthread_mutex_lock(&shm->lock);
+    *se->pprev = se->next;
+    if (se->next)
+        se->next->pprev = se->pprev;
+    /* Its rings go with its area: senders that exited may leave their slot. */
+    for (int i = 0; i < shm->nsenders * shm->ep_max; i++) {
+        int q = i / shm->ep_max;
+        if (se->rx[i].ring.ctl && --shm->slot_rings[q] == 0 && shm->slot_dead[q])
+            free_slot(shm, q);
+    }
+    pthread_mutex_unlock(&shm->lock);
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* even: closed */
     /* Zero the area and give its pages back, so the next endpoint starts
      * fresh; an area no sender claimed a ring in is still zero. */
@@ -699,11 +798,19 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         if (rx->ring.ctl)
             continue;
         struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, i);
-        if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
-            continue;
-        int peer;
+        if (__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) != se->gen)
+            continue; /* unclaimed, or set up for an earlier endpoint in this slot */
+        int peer, q = i / shm->ep_max;
         pthread_mutex_lock(&shm->lock);
-        struct shm_proc *sender = sender_of(ctx, shm, i / shm->ep_max, &peer);
+        /* Looked at again under the lock: free_slot may have made it new. */
+        struct shm_proc *sender = __atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) == se->gen
+                                      ? sender_of(ctx, shm, q, &peer)
+                                      : NULL;
+        if (sender) {
+            shm->slot_rings[q]++;
+            if (shm->slot_dead[q])
+                fm_core_rx_end(rx); /* read what it left, then retire */
+        }
         pthread_mutex_unlock(&shm->lock);
         if (!sender)
             continue; /* a slot whose name does not read: its ring is never read */
@@ -714,7 +821,10 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         rx->src_rank = peer;
         rx->src = FM_ADDR_NONE;
         if (fm_core_ep_attach_rx(ep, rx) != 0) {
-            rx->ring.ctl = NULL; /* looked at again at the next claim */
+            pthread_mutex_lock(&shm->lock);
+            shm->slot_rings[q]--;
+            pthread_mutex_unlock(&shm->lock);
+            memset(rx, 0, sizeof(*rx)); /* looked at again at the next claim */
             return;
         }
     }
@@ -794,14 +904,22 @@ static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
     int ring = sender * (int)h->ep_max + my_slot;
     struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, ring);
     unsigned char *data = fm_seg_data(h, slot, ring);
-    if (!__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE)) {
+    /* A ring belongs to one incarnation of the receiving endpoint: `claimed`
+     * holds its generation. A ring claimed for an earlier one (that endpoint
+     * closed, its area was given back, maybe while a send of ours was still
+     * writing) is set up afresh; the receiver attaches only rings of its own
+     * generation, so nothing written for the old endpoint reaches the new. */
+    if (__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) != gen) {
         int rc = commit(proc->memfd, seg_off(h, data), h->ring_size, "a ring",
                         "FM_SHM_RING_SIZE");
         if (rc)
             return rc;
+        ctl->head = ctl->tail = ctl->head_cache = 0;
+        ctl->src_channel = ctl->src_told = ctl->space_wanted = 0;
+        memset(data, 0, FM_REC_HDR); /* the first header: later ones the producer zeroes */
         ctl->producer_proc = (uint32_t)sender;
         ctl->producer_ep = (uint32_t)my_slot;
-        __atomic_store_n(&ctl->claimed, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&ctl->claimed, gen, __ATOMIC_RELEASE);
         __atomic_fetch_add(&h->ep[slot].nclaimed, 1, __ATOMIC_RELEASE);
     }
     uint32_t my_channel = fm_core_ep_channel(ep);
@@ -899,6 +1017,24 @@ static void shm_describe(fm_ctx *ctx, void *state, struct fm_name *n)
     n->seg_fd = shm->procs[shm->my_proc].memfd;
 }
 
+/* A ring of a sender that exited, read to its end and detached: it is made
+ * new (zero, its pages given back) for whoever claims the slot next. */
+static void shm_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
+{
+    (void)ctx;
+    struct fm_shm *shm = state;
+    struct fm_ring_ctl *ctl = rx->ring.ctl;
+    int q = (int)ctl->producer_proc;
+    fallocate(shm->procs[shm->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+              seg_off(shm->seg, rx->ring.data), (off_t)rx->ring.size);
+    memset(ctl, 0, sizeof(*ctl));
+    memset(rx, 0, sizeof(*rx));
+    pthread_mutex_lock(&shm->lock);
+    if (q >= 0 && q < shm->nsenders && --shm->slot_rings[q] == 0 && shm->slot_dead[q])
+        free_slot(shm, q);
+    pthread_mutex_unlock(&shm->lock);
+}
+
 /* ---- what fm_info shows -------------------------------------------------------- */
 
 /* Whether the link can work here: a memfd that reopens through /proc. */
@@ -968,6 +1104,7 @@ const struct fm_link fm_shm_link = {
     .max_msg = shm_max_msg,
     .refresh = shm_refresh,
     .released = shm_released,
+    .retire = shm_retire,
     .event = shm_event,
     .info = shm_info,
     .info_limits = shm_info_limits,
