@@ -105,9 +105,9 @@ FM_API int fm_addr_insert(fm_ctx *ctx, const void *name, size_t len, fm_addr *ad
  * rank's address. */
 FM_API int fm_addr_remove(fm_ctx *ctx, fm_addr addr);
 
-/* The name of an address: this process's endpoints, and peers met by name
- * (inserted, or senders that were never inserted). FM_EINVAL for another
- * rank of this job (its own fm_ep_name says it); *len as fm_ep_name. */
+/* The name of an address: this process's endpoints, the ranks of this job
+ * (each publishes its name at fm_init), and peers met by name (inserted, or
+ * senders that were never inserted). *len as fm_ep_name. */
 FM_API int fm_addr_name(const fm_ctx *ctx, fm_addr addr, void *name, size_t *len);
 
 /* Sends ONE message made of the gathered iovec, like writev. Never blocks and

@@ -857,6 +857,45 @@ static void case_singleton(void)
     expect_msg(0, 3, 1000);
 }
 
+/* Every rank's address has a name, and the name gives back the address:
+ * the ranks of a job are peers by name too, with no domain key needed. */
+static void case_names(void)
+{
+    for (int r = 0; r < size; r++) {
+        unsigned char name[FM_NAME_MAX];
+        size_t len = sizeof(name);
+        fm_addr a = fm_addr_of(ctx, r, CH), back;
+        CHECK_RC(fm_addr_name(ctx, a, name, &len), 0);
+        CHECK(len <= FM_NAME_MAX);
+        CHECK_RC(fm_addr_insert(ctx, name, len, &back), 0);
+        CHECK_EQ(back, a);
+        CHECK_EQ(fm_addr_rank(ctx, back), r);
+        CHECK_RC(fm_addr_remove(ctx, a), FM_EINVAL); /* a rank's address stays */
+    }
+    unsigned char mine[FM_NAME_MAX], via_addr[FM_NAME_MAX];
+    size_t n1 = sizeof(mine), n2 = sizeof(via_addr);
+    CHECK_RC(fm_ep_name(ep, mine, &n1), 0);
+    CHECK_RC(fm_addr_name(ctx, fm_ep_addr(ep), via_addr, &n2), 0);
+    CHECK_EQ(n1, n2);
+    CHECK(memcmp(mine, via_addr, n1) == 0);
+    /* A message to an address from a name arrives as one to the rank. */
+    barrier();
+    if (rank == 0 && size > 1) {
+        unsigned char name[FM_NAME_MAX];
+        size_t len = sizeof(name);
+        fm_addr to;
+        CHECK_RC(fm_addr_name(ctx, fm_addr_of(ctx, 1, CH), name, &len), 0);
+        CHECK_RC(fm_addr_insert(ctx, name, len, &to), 0);
+        CHECK_EQ(fmt_send_all(ep, to, "named", 5), 1);
+    } else if (rank == 1) {
+        char buf[8];
+        fm_addr src;
+        CHECK_EQ(fmt_recv_copy(ep, buf, sizeof(buf), &src), 5);
+        CHECK(memcmp(buf, "named", 5) == 0);
+        CHECK_EQ(src, fm_addr_of(ctx, 0, CH));
+    }
+}
+
 /* ---- threaded cases: endpoints opened and closed while traffic flows ---- */
 
 static volatile int threads_stop;
@@ -1007,6 +1046,7 @@ static const struct {
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},
     {"compute", case_compute},     {"stream", case_stream},
     {"churn", case_churn},         {"ep_threads", case_ep_threads},
+    {"names", case_names},
 };
 
 int main(int argc, char **argv)

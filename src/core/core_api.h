@@ -75,7 +75,11 @@ void fm_kernel_id(char *buf, size_t len);
 
 /* ---- what a link may read ---- */
 const struct fm_config *fm_core_cfg(const fm_ctx *ctx);
+/* The bootstrap, for fm_init's stages (setup, join, start). */
 struct fm_boot *fm_core_boot(fm_ctx *ctx);
+/* A card another rank published, at any time after fm_init (the
+ * bootstrap's connection is shared: calls are serialized here). */
+int fm_core_boot_get(fm_ctx *ctx, int rank, const char *key, char *val, size_t len);
 int fm_core_rank(const fm_ctx *ctx);
 int fm_core_size(const fm_ctx *ctx);
 /* Node index of every rank (equal: same node), from the launcher or the

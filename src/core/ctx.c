@@ -104,6 +104,7 @@ static void ctx_free(fm_ctx *ctx)
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->events_lock);
     pthread_mutex_destroy(&ctx->domain_lock);
+    pthread_mutex_destroy(&ctx->boot_lock);
     fm_peers_free(ctx);
     free(ctx);
 }
@@ -148,6 +149,7 @@ int fm_init(fm_ctx **out)
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->events_lock, NULL);
     pthread_mutex_init(&ctx->domain_lock, NULL);
+    pthread_mutex_init(&ctx->boot_lock, NULL);
     int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
     if (rc) {
         fm_error("config", "%s", err);
@@ -172,6 +174,8 @@ int fm_init(fm_ctx **out)
         rc = links_stage(ctx, STAGE_SETUP, err, sizeof(err));
     if (!rc)
         setup_fences(ctx);
+    if (!rc && ctx->size > 1)
+        rc = fm_peers_publish(ctx);
     /* Two fences before the links start: what a link publishes at setup
      * (address cards, the node board) is visible after the first, what it
      * writes at join after the second (shm/board.h). */
@@ -331,6 +335,14 @@ void *fm_core_link_state(const fm_ctx *ctx, const struct fm_link *link)
     return NULL;
 }
 struct fm_boot *fm_core_boot(fm_ctx *ctx) { return &ctx->boot; }
+
+int fm_core_boot_get(fm_ctx *ctx, int rank, const char *key, char *val, size_t len)
+{
+    pthread_mutex_lock(&ctx->boot_lock);
+    int rc = ctx->boot.ops->get(&ctx->boot, rank, key, val, len);
+    pthread_mutex_unlock(&ctx->boot_lock);
+    return rc;
+}
 int fm_core_rank(const fm_ctx *ctx) { return ctx->rank; }
 int fm_core_size(const fm_ctx *ctx) { return ctx->size; }
 const int *fm_core_node_of(const fm_ctx *ctx) { return ctx->boot.node_of; }

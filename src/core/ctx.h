@@ -48,6 +48,7 @@ struct fm_ctx {
     uint8_t domain_key[16];              /* sessions with named peers (key.h) */
     int have_domain;                     /* (atomic) loaded, and the links were told */
     pthread_mutex_t domain_lock;         /* loading it: before any link's lock */
+    pthread_mutex_t boot_lock;           /* the bootstrap after fm_init (a leaf lock) */
     char key_source[256];
     void *link_state[FM_LINKS_MAX];       /* what each link's setup made, or NULL */
     fm_ep *eps[FM_EP_MAX_LIMIT];
@@ -165,6 +166,8 @@ static inline int fm_lost_at(const struct fm_ctx *ctx, uint32_t n)
 
 /* The peer table (peers.c): the ranks' entries, made by fm_init. */
 int fm_peers_init(fm_ctx *ctx);
+/* Publishes this rank's name (channel 0) for fm_addr_name in the others. */
+int fm_peers_publish(fm_ctx *ctx);
 void fm_peers_free(fm_ctx *ctx);
 
 /* Progress of every link that needs the CPU; the events they handled. */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "name.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -269,6 +270,35 @@ int fm_addr_remove(fm_ctx *ctx, fm_addr addr)
     return 0;
 }
 
+/* The name a rank of this job published at fm_init (fm_peers_publish). */
+static int rank_name(fm_ctx *ctx, int rank, struct fm_name *n)
+{
+    char hex[2 * FM_NAME_MAX + 1];
+    uint8_t card[FM_NAME_MAX];
+    if (fm_core_boot_get(ctx, rank, "name", hex, sizeof(hex)) != 0)
+        return FM_EINVAL;
+    size_t len = strlen(hex) / 2;
+    for (size_t i = 0; i < len; i++) {
+        unsigned b;
+        if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+            return FM_EINVAL;
+        card[i] = (uint8_t)b;
+    }
+    return fm_name_decode(card, len, n);
+}
+
+int fm_peers_publish(fm_ctx *ctx)
+{
+    struct fm_name self;
+    uint8_t card[FM_NAME_MAX];
+    char hex[2 * FM_NAME_MAX + 1];
+    fm_core_self_name(ctx, &self);
+    size_t len = fm_name_encode(&self, card);
+    for (size_t i = 0; i < len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", card[i]);
+    return ctx->boot.ops->put(&ctx->boot, "name", hex);
+}
+
 int fm_addr_name(const fm_ctx *ctx, fm_addr addr, void *name, size_t *len)
 {
     int p = fm_addr_rank_of(addr);
@@ -279,8 +309,7 @@ int fm_addr_name(const fm_ctx *ctx, fm_addr addr, void *name, size_t *len)
         fm_core_self_name((fm_ctx *)ctx, &n);
     } else if (p >= ctx->size) {
         n = *fm_peer_at(ctx, p)->name;
-    } else {
-        /* Another rank's locators are its own to tell (its fm_ep_name). */
+    } else if (rank_name((fm_ctx *)ctx, p, &n) != 0) {
         return FM_EINVAL;
     }
     n.channel = fm_addr_channel(addr);

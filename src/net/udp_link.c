@@ -273,9 +273,8 @@ static int up_address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_M
     fm_ctx *ctx = nl->ctx;
     if (rank >= fm_core_size(ctx))
         return named_address(nl, rank, out);
-    struct fm_boot *boot = fm_core_boot(ctx);
     char card[FM_BOOT_VAL_MAX];
-    if (boot->ops->get(boot, rank, "net", card, sizeof(card)) != 0) {
+    if (fm_core_boot_get(ctx, rank, "net", card, sizeof(card)) != 0) {
         fm_error("net", "rank %d published no network address (is udp in its FM_TRANSPORTS?)",
                  rank);
         return FM_EUNREACH;
