@@ -95,6 +95,8 @@ void *fm_core_link_state(const fm_ctx *ctx, const struct fm_link *link);
 void *fm_core_ep_state(const fm_ep *ep, const struct fm_link *link);
 /* Whether rank `peer` is still up (atomic read). */
 int fm_core_peer_up(const fm_ctx *ctx, int peer);
+/* This node, as names say it (a hash of the kernel's boot id). */
+uint32_t fm_core_node(const fm_ctx *ctx);
 /* Whether fences are light (see fm_fence_fast in ctx.h). */
 int fm_core_light_fence(const fm_ctx *ctx);
 

@@ -31,6 +31,22 @@ static uint32_t shift(const uint32_t t[4][256], uint32_t s)
     return t[0][s & 0xff] ^ t[1][(s >> 8) & 0xff] ^ t[2][(s >> 16) & 0xff] ^ t[3][s >> 24];
 }
 
+/* zeros(n, .) as tables: running over zero bytes is linear in the state, so
+ * each entry is the XOR of the entries of its bits, and only 32 states need
+ * the byte-by-byte run (a process's first checksum, which names make at
+ * every fm_init, then costs microseconds, not half a millisecond). */
+static void zeros_table(uint32_t t[4][256], size_t n)
+{
+    for (int k = 0; k < 4; k++) {
+        uint32_t bit[8];
+        for (int j = 0; j < 8; j++)
+            bit[j] = zero_bytes(1u << (8 * k + j), n);
+        t[k][0] = 0;
+        for (uint32_t b = 1; b < 256; b++)
+            t[k][b] = t[k][b & (b - 1)] ^ bit[__builtin_ctz(b)];
+    }
+}
+
 static void init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
@@ -42,11 +58,8 @@ static void init(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
-    for (int k = 0; k < 4; k++)
-        for (uint32_t b = 0; b < 256; b++) {
-            zeros1[k][b] = zero_bytes(b << (8 * k), LANE);
-            zeros2[k][b] = zero_bytes(b << (8 * k), 2 * LANE);
-        }
+    zeros_table(zeros1, LANE);
+    zeros_table(zeros2, 2 * LANE);
 #if defined(__x86_64__)
     __builtin_cpu_init();
     hw = __builtin_cpu_supports("sse4.2");

@@ -57,7 +57,7 @@ int fm_name_decode(const void *buf, size_t len, struct fm_name *n);
 /* Whether two names belong to one process (everything but the channel). */
 int fm_name_same_process(const struct fm_name *a, const struct fm_name *b);
 
-/* The 32-bit hash names use for a job id or a boot id. */
+/* The 32-bit hash names use for a job id or a boot id (FNV-1a). */
 uint32_t fm_name_hash(const char *s);
 
 #endif

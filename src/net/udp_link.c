@@ -777,9 +777,7 @@ static void udp_teardown(fm_ctx *ctx, void *state)
     }
     if (nl->stop_fd >= 0)
         close(nl->stop_fd);
-    for (int r = 0; r < nl->nrails; r++)
-        fm_core_unwatch(ctx, nl->rail[r].fd);
-    fm_rails_close(nl->rail, nl->nrails);
+    fm_rails_close(nl->rail, nl->nrails); /* closing leaves the core's epoll set too */
     /* Parked flows that ended are ours; the others the engine frees. */
     for (int i = 0; i < nl->nparked; i++)
         if (nl->parked[i]->ended)

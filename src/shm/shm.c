@@ -183,9 +183,7 @@ static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     shm->ring_size = (uint64_t)cfg->shm_ring_size;
     shm->max_msg = (size_t)cfg->shm_max_msg;
     shm->size = fm_core_size(ctx);
-    char id[128];
-    fm_kernel_id(id, sizeof(id));
-    shm->node = fm_name_hash(id);
+    shm->node = fm_core_node(ctx);
     if (find_procs(ctx, shm)) {
         snprintf(err, errlen, "shm: out of memory");
         return FM_ENOMEM;
@@ -382,6 +380,7 @@ static void shm_leaving(fm_ctx *ctx, void *state)
 /* Unmaps every segment and closes what setup and start opened. */
 static void shm_teardown(fm_ctx *ctx, void *state)
 {
+    (void)ctx;
     struct fm_shm *shm = state;
     fm_board_close(&shm->board);
     for (int i = 0; i < shm->nprocs; i++) {
@@ -396,10 +395,8 @@ static void shm_teardown(fm_ctx *ctx, void *state)
             munmap(p->seg, p->seg->seg_size);
         if (p->memfd >= 0)
             close(p->memfd);
-        if (p->pidfd >= 0) {
-            fm_core_unwatch(ctx, p->pidfd);
-            close(p->pidfd);
-        }
+        if (p->pidfd >= 0)
+            close(p->pidfd); /* which also takes it out of the core's epoll set */
     }
     for (int i = 0; i < shm->named_cap; i++) {
         struct shm_named *nm = shm->named[i];
@@ -411,10 +408,8 @@ static void shm_teardown(fm_ctx *ctx, void *state)
             free(p->bells);
             munmap(p->seg, p->seg->seg_size);
             close(p->memfd);
-            if (p->pidfd >= 0) {
-                fm_core_unwatch(ctx, p->pidfd);
+            if (p->pidfd >= 0)
                 close(p->pidfd);
-            }
             free(p);
         }
         free(nm);
