@@ -97,8 +97,6 @@ void *fm_core_ep_state(const fm_ep *ep, const struct fm_link *link);
 int fm_core_peer_up(const fm_ctx *ctx, int peer);
 /* This node, as names say it (a hash of the kernel's boot id). */
 uint32_t fm_core_node(const fm_ctx *ctx);
-/* Whether fences are light (see fm_fence_fast in ctx.h). */
-int fm_core_light_fence(const fm_ctx *ctx);
 
 /* This process's incarnation: random, never 0 (names carry it; the network
  * session uses it to tell a restarted process from the old one). */

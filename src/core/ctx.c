@@ -346,7 +346,6 @@ int fm_core_boot_get(fm_ctx *ctx, int rank, const char *key, char *val, size_t l
 int fm_core_rank(const fm_ctx *ctx) { return ctx->rank; }
 int fm_core_size(const fm_ctx *ctx) { return ctx->size; }
 const int *fm_core_node_of(const fm_ctx *ctx) { return ctx->boot.node_of; }
-int fm_core_light_fence(const fm_ctx *ctx) { return ctx->light_fence; }
 uint32_t fm_core_node(const fm_ctx *ctx) { return ctx->node_hash; }
 void fm_core_fence(const fm_ctx *ctx) { fm_fence_fast(ctx); }
 

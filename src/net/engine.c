@@ -681,8 +681,6 @@ void fm_net_free(struct fm_net *net)
     free(net);
 }
 
-uint64_t fm_net_job_tag(const struct fm_net *net) { return net->job; }
-
 int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
                 struct fm_txflow **out)
 {
@@ -1769,7 +1767,6 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
     return n;
 }
 
-int fm_net_want_output(const struct fm_net *net) { return net->npending > 0; }
 
 void fm_net_kick(struct fm_net *net, struct fm_txflow *f) { mark_pending(net, f->s); }
 

@@ -191,9 +191,6 @@ struct fm_net *fm_net_new(const struct fm_net_params *p);
 void fm_net_named(struct fm_net *net, const uint8_t key[16], const void *card, size_t len);
 void fm_net_free(struct fm_net *net);
 
-/* The job tag every packet carries (derived from the key). */
-uint64_t fm_net_job_tag(const struct fm_net *net);
-
 /*
  * The flow from local endpoint channel src_channel to (rank, dst_channel),
  * created on first use with its mirror ring ready for records, with a
@@ -240,9 +237,6 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
 
 /* The sending endpoint wrote records into f's mirror: they may go. */
 void fm_net_kick(struct fm_net *net, struct fm_txflow *f);
-
-/* Whether output has anything to send without a flush (cheap check). */
-int fm_net_want_output(const struct fm_net *net);
 
 /* When the engine next needs to run (a timer), or UINT64_MAX. */
 uint64_t fm_net_deadline(const struct fm_net *net);
