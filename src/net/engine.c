@@ -1767,7 +1767,6 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
     return n;
 }
 
-
 void fm_net_kick(struct fm_net *net, struct fm_txflow *f) { mark_pending(net, f->s); }
 
 uint64_t fm_net_deadline(const struct fm_net *net) { return net->next_timer; }
