@@ -1,5 +1,7 @@
 #include "engine.h"
 
+#include "session.h"
+
 #include "core/util.h"
 #include "fastmsg.h"
 #include "core/log.h"
@@ -18,179 +20,6 @@ const char *const fm_net_counter_names[FM_NC_COUNT] = {
     [FM_NC_PEERS_LOST] = "peers_lost", [FM_NC_RAIL_DOWN] = "rail_failovers",
     [FM_NC_RAIL_UP] = "rail_recoveries",
 };
-
-/* Received packets an ACK waits for before it goes on its own. */
-#define ACK_EVERY 16
-/* Heartbeats per timeout: an idle session pings this often. */
-#define PINGS_PER_TIMEOUT 4
-/* The first HELLO retry; then doubling. */
-#define HELLO_RETRY_NS 2000000u
-/* Load a rail counts as having when the peer says its receive queue there
- * is busy: another rail with less than this in flight goes first. */
-#define RAIL_BUSY_BYTES (64u << 10)
-
-enum sess_state {
-    S_NEW,        /* nothing sent yet */
-    S_HELLO_SENT, /* waiting for HELLO_ACK */
-    S_UP,         /* both sides know each other's epoch and first sequence number */
-    S_GONE,       /* the peer left or was lost */
-};
-
-/* A sequenced packet in flight. */
-struct txent {
-    uint64_t t_sent; /* last transmission */
-    uint64_t pos;    /* DATA: stream position */
-    uint32_t flow;   /* DATA, FLOW: flow id */
-    uint32_t len;    /* DATA: bytes */
-    uint8_t op;      /* DATA, FLOW or BYE */
-    uint8_t sacked;  /* selectively acknowledged */
-    uint8_t retx;    /* retransmissions so far */
-    uint8_t due;     /* to be (re)transmitted at the next output */
-    uint8_t rail;    /* the local rail of its last transmission */
-    uint8_t counted; /* DATA: its bytes count in that rail's inflight */
-};
-
-/* A packet received ahead of a gap, held until the gap fills. */
-struct held {
-    void *pkt;
-    size_t len;
-};
-
-/* A session's view of one local rail. */
-struct sess_rail {
-    struct sockaddr_in addr; /* the peer on this rail's subnet; sin_family 0: none known */
-    uint64_t t_rx;           /* last packet from the peer on it */
-    uint64_t t_ping;         /* last probe sent on it */
-    uint64_t rack_t;         /* latest send time of a packet on it known delivered */
-    uint64_t srtt;           /* smoothed round trip of packets sent on it */
-    uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
-    uint64_t delivered;      /* DATA bytes on it acknowledged, ever */
-    uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
-    uint64_t rate_t, rate_from; /* start of the current rate sample: time, delivered */
-    uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
-    uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
-    uint8_t peer_busy;       /* the peer's receive queue on it is busy */
-    uint8_t ping_due;        /* a PING goes on it at the next output */
-    uint8_t reply_due;       /* answer a probe that came on it, on it */
-};
-
-struct fm_session {
-    struct fm_net *net;
-    int rank;              /* the peer's index: a rank, or (>= size) a named peer */
-    int named;             /* a named peer: domain key, FM_WIRE_NAMED, found by epoch */
-    int state;
-    struct sess_rail rail[FM_RAILS_MAX];
-    int have_addr;         /* some rail has the peer's address */
-    uint8_t ctl_rail;      /* rail of packets that are not DATA: the last one heard on */
-    uint8_t rails_watched; /* rails are being probed: the session is busy */
-    uint8_t status_fresh;  /* rail_query: the peer's rail status came for this burst */
-    uint8_t status_due;    /* rail_query: the peer asked for ours */
-    uint64_t t_status_asked; /* rail_query: when we last asked, or 0 */
-    uint64_t t_busy;       /* last sequenced packet sent or received */
-    uint32_t peer_epoch;   /* 0 until known */
-    uint32_t peer_epoch_named; /* named: the epoch its name gives */
-    uint64_t hello_nonce;  /* of our HELLO */
-    uint64_t peer_nonce;   /* of theirs, to echo */
-    uint64_t t_hello;      /* next HELLO retry */
-    uint64_t hello_backoff;
-    uint64_t t_first_hello;
-    uint8_t hello_ack_due;
-    uint8_t pending;       /* in the engine's pending list */
-    uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
-    uint8_t ack_now;       /* send an ACK at the next output */
-    uint8_t credit_due;    /* a receiving endpoint released bytes */
-    uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
-    uint8_t bye_due, bye_sent, bye_received;
-
-    /* transmit */
-    uint32_t snd_nxt, snd_una;
-    struct txent tx[FM_NET_TXWIN];
-    uint8_t probed;        /* a tail loss probe went since the last ACK */
-    uint64_t srtt, rttvar, rto;
-    uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
-    uint64_t t_last_tx, t_last_rx;
-
-    /* receive */
-    int rcv_known;
-    uint32_t rcv_nxt;
-    struct held held[FM_WIRE_SACK_BITS]; /* by seq % FM_WIRE_SACK_BITS */
-    int nheld;
-    uint32_t unacked;      /* received since our last acknowledgement */
-    uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
-
-    struct fm_txflow **txf; /* by id (ids are reused once a flow is freed) */
-    uint32_t txf_cap;
-    uint32_t *free_ids;     /* ids of freed flows */
-    uint32_t nfree_ids;
-    struct fm_txflow **live; /* flows not done yet: what output walks */
-    uint32_t nlive, next_live;
-    int nending;            /* live flows waiting for their FLOW_END to be acknowledged */
-    struct fm_rxflow **rxf; /* by the sender's flow id; NULL once ended */
-    uint32_t rxf_cap;
-    int nstops;             /* receiving flows that must ask their sender to stop */
-};
-
-struct fm_net {
-    struct fm_net_params p;
-    uint64_t job;
-    uint64_t domain;            /* named sessions' tag (fm_net_named), 0 before */
-    uint8_t domain_key[16];
-    uint8_t card[64];           /* our name, in named HELLOs */
-    size_t card_len;
-    struct fm_session **sess;   /* by peer: ranks, then named peers; created on contact */
-    int sess_cap;
-    int *by_epoch;              /* named sessions by the peer's epoch: peer + 1, 0 empty */
-    size_t by_epoch_cap, nby_epoch;
-    struct fm_session **all;    /* created sessions, for timer scans */
-    int nall, all_cap;
-    struct fm_session **pending; /* sessions with something to send */
-    int npending, pending_cap;
-    struct fm_session **gathering; /* sessions holding small messages back */
-    int ngathering, gathering_cap;
-    uint64_t next_timer;
-    uint64_t t_last_output; /* when fm_net_output last ran */
-    unsigned char *spare[16]; /* rings of ended flows, for the next ones */
-    int nspare;
-    uint64_t rng;
-    uint32_t rails_busy;    /* bit r: our receive queue on rail r is busy */
-    uint64_t rail_tx[FM_RAILS_MAX]; /* DATA bytes sent per rail */
-    uint64_t nc[FM_NC_COUNT];
-    uint64_t drops[FM_DROP_COUNT];
-};
-
-/* ---- helpers -------------------------------------------------------------- */
-
-static uint64_t rnd(struct fm_net *net)
-{
-    uint64_t x = net->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return net->rng = x;
-}
-
-/* Appends s to a session list unless its flag says it is there. */
-static void list_add(struct fm_session ***list, int *n, int *cap, struct fm_session *s,
-                     uint8_t *flag)
-{
-    if (*flag)
-        return;
-    if (*n == *cap) {
-        int c = *cap ? *cap * 2 : 16;
-        struct fm_session **p = realloc(*list, sizeof(*p) * (size_t)c);
-        if (!p)
-            return; /* the timer scan finds it later */
-        *list = p;
-        *cap = c;
-    }
-    (*list)[(*n)++] = s;
-    *flag = 1;
-}
-
-static void mark_pending(struct fm_net *net, struct fm_session *s)
-{
-    list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
-}
 
 /* Named sessions by the peer's epoch (open addressing). */
 static size_t epoch_slot(const struct fm_net *net, uint32_t epoch)
@@ -336,213 +165,6 @@ static void session_gone(struct fm_net *net, struct fm_session *s, int state)
     net->p.up.peer_gone(net->p.up.core, s->rank, state);
 }
 
-/* ---- rails ------------------------------------------------------------------ */
-
-/* e no longer counts as in flight on its rail (acknowledged, or given up
- * and due again). */
-static void tx_settle(struct fm_session *s, struct txent *e)
-{
-    if (e->counted) {
-        s->rail[e->rail].inflight -= e->len;
-        e->counted = 0;
-    }
-}
-
-/* Bytes in flight on a rail (in packets) above which what it delivers is
- * what it can carry, not what it was given. */
-#define RAIL_BACKLOG_PACKETS 8
-
-/*
- * e was acknowledged: its bytes count as delivered by its rail. The rail's
- * rate is sampled over stretches of at least 200 us and 16 packets during
- * which it always had a backlog, so a sample measures what the rail can carry; an
- * idle or lightly used stretch says only what it was given and is not
- * sampled (else a rail given little would look slow and be given less).
- * The estimate is the larger of a new sample and the old one less 1/8.
- */
-static void tx_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
-{
-    struct sess_rail *sr = &s->rail[e->rail];
-    if (e->counted) {
-        sr->delivered += e->len;
-        if (sr->inflight - e->len < RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload) {
-            sr->rate_t = 0; /* the backlog ran out: no sample across this */
-        } else if (!sr->rate_t) {
-            sr->rate_t = now;
-            sr->rate_from = sr->delivered;
-        } else if (now - sr->rate_t >= 200000 &&
-                   sr->delivered - sr->rate_from >= 16 * (uint64_t)net->p.payload) {
-            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - sr->rate_from) *
-                                         1000000000u / (now - sr->rate_t));
-            sr->rate = FM_MAX(sample, sr->rate - sr->rate / 8);
-            sr->rate_t = now;
-            sr->rate_from = sr->delivered;
-        }
-    }
-    tx_settle(s, e);
-}
-
-static int rail_usable(const struct sess_rail *r) { return r->addr.sin_family && r->up; }
-
-/* The first usable rail after r, or r itself when no other is. */
-static int next_usable(const struct fm_net *net, const struct fm_session *s, int r)
-{
-    for (int k = 1; k <= net->p.nrails; k++) {
-        int c = (r + k) % net->p.nrails;
-        if (rail_usable(&s->rail[c]))
-            return c;
-    }
-    return r;
-}
-
-/* Rail r stopped answering: what is in flight on it goes again on the
- * others, and nothing new goes on it until it answers a probe. */
-static void rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
-{
-    struct sess_rail *sr = &s->rail[r];
-    if (!sr->up)
-        return;
-    sr->up = 0;
-    net->nc[FM_NC_RAIL_DOWN]++;
-    fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the other "
-            "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
-    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        if (e->op && e->rail == r && !e->sacked && !e->due) {
-            tx_settle(s, e);
-            e->due = 1;
-        }
-    }
-    if (s->ctl_rail == r)
-        s->ctl_rail = (uint8_t)next_usable(net, s, r);
-    mark_pending(net, s);
-}
-
-/* A valid packet from the peer came on rail r (which the peer calls
- * peer_idx) from `from`. */
-static void rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
-                       const struct sockaddr_in *from, uint64_t now)
-{
-    struct sess_rail *sr = &s->rail[r];
-    sr->t_rx = now;
-    sr->peer_idx = (uint8_t)(peer_idx % FM_RAILS_MAX);
-    if (!sr->addr.sin_family) {
-        /* The side that did not start the session learns the peer's other
-         * rails from the probes that come on them. */
-        sr->addr = *from;
-        sr->up = 1;
-    } else if (!sr->up) {
-        sr->up = 1;
-        net->nc[FM_NC_RAIL_UP]++;
-        fm_warn("net", "rail %d to rank %d answers again", r, s->rank);
-    }
-    s->ctl_rail = (uint8_t)r;
-}
-
-/*
- * The rail for the next sequenced packet to this peer (seed 000's dynamic
- * dispatch): among the rails that answer, the one that would deliver it
- * first, which is the one whose bytes in flight it drains soonest at the
- * rate it delivers (a rail not measured yet counts as fast as the fastest
- * one measured; before any is: the fewest bytes in flight). A rail whose receive queue the peer reports busy counts
- * as loaded. A short message therefore goes whole on an idle rail, and a
- * long one spreads packet by packet in proportion to each rail's
- * throughput, so its packets arrive about together instead of the faster
- * rail's waiting at the receiver for the slower one's.
- */
-static int pick_rail(struct fm_net *net, struct fm_session *s)
-{
-    int n = net->p.nrails;
-    if (n == 1)
-        return 0;
-    int first = 0, step = 1;
-    if (net->p.rail_policy == FM_RAIL_STATIC) {
-        int r = (net->p.rank + s->rank) % n;
-        if (rail_usable(&s->rail[r]))
-            return r;
-    } else if (net->p.rail_policy == FM_RAIL_UNIDIRECTIONAL) {
-        first = net->p.rank < s->rank ? 0 : 1;
-        step = 2;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        int best = -1;
-        uint64_t best_load = UINT64_MAX, top_rate = 0;
-        for (int r = first; r < n; r += step)
-            if (rail_usable(&s->rail[r]))
-                top_rate = FM_MAX(top_rate, s->rail[r].rate);
-        for (int r = first; r < n; r += step) {
-            const struct sess_rail *sr = &s->rail[r];
-            if (!rail_usable(sr))
-                continue;
-            uint64_t load = sr->inflight + (sr->peer_busy ? RAIL_BUSY_BYTES : 0);
-            if (top_rate) /* when the queue would drain: microseconds */
-                load = (load + net->p.payload) * 1000000u / (sr->rate ? sr->rate : top_rate);
-            if (load < best_load) {
-                best = r;
-                best_load = load;
-            }
-        }
-        if (best >= 0)
-            return best;
-        first = 0; /* the policy's rails are all down: any rail that works */
-        step = 1;
-    }
-    return s->ctl_rail; /* none answers: the session timeout decides */
-}
-
-/*
- * Probes of each rail and their deadlines (several rails only). Rails are
- * watched while the session is busy (data in flight, or a sequenced packet
- * within the last heartbeat): then a failure costs throughput. An idle
- * session does not probe them, so a thousand idle peers cost no packets
- * beyond the session's own heartbeat, and a rail's silence while idle
- * proves nothing; watching starts afresh when traffic does.
- */
-static int session_busy(const struct fm_net *net, const struct fm_session *s, uint64_t now)
-{
-    return s->snd_una != s->snd_nxt || now - s->t_busy < net->p.rail_heartbeat_ns;
-}
-
-static void rails_check(struct fm_net *net, struct fm_session *s, uint64_t now)
-{
-    uint64_t hb = net->p.rail_heartbeat_ns;
-    int busy = session_busy(net, s, now);
-    for (int r = 0; r < net->p.nrails; r++) {
-        struct sess_rail *sr = &s->rail[r];
-        if (!sr->addr.sin_family)
-            continue;
-        if (!busy || !s->rails_watched || !sr->t_rx)
-            sr->t_rx = now; /* a fresh start */
-        else if (sr->up && now - sr->t_rx > hb)
-            rail_down(net, s, r, now);
-        if (busy && now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
-            sr->ping_due = 1;
-            mark_pending(net, s);
-        }
-    }
-    s->rails_watched = (uint8_t)busy;
-}
-
-static uint64_t rails_deadline(const struct fm_net *net, const struct fm_session *s)
-{
-    uint64_t d = UINT64_MAX, hb = net->p.rail_heartbeat_ns;
-    if (net->p.nrails == 1)
-        return d;
-    if (!s->rails_watched) /* watching starts at the first timer after traffic */
-        return d;
-    if (s->snd_una == s->snd_nxt)
-        d = s->t_busy + hb; /* when it falls idle */
-    for (int r = 0; r < net->p.nrails; r++) {
-        const struct sess_rail *sr = &s->rail[r];
-        if (!sr->addr.sin_family)
-            continue;
-        d = FM_MIN(d, FM_MAX(sr->t_rx, sr->t_ping) + hb / 3);
-        if (sr->up)
-            d = FM_MIN(d, sr->t_rx + hb + 1);
-    }
-    return d;
-}
-
 /* ---- setup ------------------------------------------------------------------ */
 
 struct fm_net *fm_net_new(const struct fm_net_params *p)
@@ -609,7 +231,7 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
 
 /* The flow is over: freed now, or when the last route lets go of it; its
  * ring (the memory that matters) goes at once. */
-static void txflow_done(struct fm_session *s, struct fm_txflow *f)
+void fm_flow_done(struct fm_session *s, struct fm_txflow *f)
 {
     f->done = 1;
     s->live[f->live_idx] = s->live[--s->nlive];
@@ -757,126 +379,6 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
 }
 
 /* ---- receiving -------------------------------------------------------------- */
-
-/*
- * RFC 6298's timeout, but never below one and a half times the longest
- * recent round trip. On a link slower than the sender (a shaped rail) the
- * round trip grows with the queue faster than the smoothed estimate
- * follows; a timeout below it resends a window that was never lost, the
- * copies lengthen the queue, and the stream collapses into retransmissions.
- */
-static uint64_t base_rto(const struct fm_net *net, const struct fm_session *s)
-{
-    uint64_t rto = FM_MAX(s->srtt + 4 * s->rttvar, s->rtt_peak + s->rtt_peak / 2);
-    return FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
-}
-
-static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct txent *e,
-                       uint64_t rtt)
-{
-    struct sess_rail *sr = &s->rail[e->rail];
-    sr->srtt = sr->srtt ? (7 * sr->srtt + rtt) / 8 : rtt;
-    /* RFC 6298 in nanoseconds. */
-    if (!s->srtt) {
-        s->srtt = rtt;
-        s->rttvar = rtt / 2;
-    } else {
-        uint64_t d = s->srtt > rtt ? s->srtt - rtt : rtt - s->srtt;
-        s->rttvar = (3 * s->rttvar + d) / 4;
-        s->srtt = (7 * s->srtt + rtt) / 8;
-    }
-    s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
-    s->rto = base_rto(net, s);
-}
-
-/*
- * Loss detection in the manner of RACK (RFC 8985): a packet is lost when a
- * packet sent after it has been delivered and a round trip (plus a small
- * reordering allowance) has passed since it was sent. Time-based rather
- * than counting duplicate ACKs, so a retransmission is judged only by what
- * was sent after it: packets whose acknowledgement is merely on its way
- * are not sent again. Runs on every ACK and from the timers.
- */
-static void detect_losses(struct fm_net *net, struct fm_session *s, uint64_t now)
-{
-    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        /* Per rail: packets on a slower rail arrive after later packets on
-         * a faster one without being lost. */
-        const struct sess_rail *sr = &s->rail[e->rail];
-        if (!e->op || e->sacked || e->due || e->t_sent > sr->rack_t)
-            continue;
-        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
-        if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
-            tx_settle(s, e);
-            e->due = 1;
-            net->nc[FM_NC_RETX_FAST]++;
-            mark_pending(net, s);
-        }
-    }
-}
-
-static void on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
-                   const struct fm_wire_ack *a, int status_answer, uint64_t now)
-{
-    if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
-        struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
-        if (!last->retx)
-            rtt_sample(net, s, last, now - last->t_sent);
-        for (uint32_t q = s->snd_una; q != ack; q++) {
-            struct txent *e = &s->tx[q % FM_NET_TXWIN];
-            struct sess_rail *sr = &s->rail[e->rail];
-            /* A retransmitted packet's acknowledgement may be for its first
-             * copy: its send time proves nothing about later packets. */
-            if (!e->retx)
-                sr->rack_t = FM_MAX(sr->rack_t, e->t_sent);
-            tx_acked(net, s, e, now);
-            e->op = 0;
-        }
-        s->snd_una = ack;
-        if (ack == s->snd_nxt)
-            s->status_fresh = 0; /* rail_query: the next burst asks again */
-        /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
-         * stream a clean sample may be long in coming. */
-        s->rto = base_rto(net, s);
-        mark_pending(net, s); /* the window moved: more may go */
-        for (uint32_t i = 0; s->nending && i < s->nlive;) {
-            struct fm_txflow *f = s->live[i];
-            if (f->end_sent && fm_seq_lt(f->end_seq, ack)) {
-                s->nending--;
-                txflow_done(s, f); /* moves another flow to index i */
-            } else {
-                i++;
-            }
-        }
-    }
-    if (!a)
-        return;
-    if (!net->p.rail_query || status_answer) {
-        for (int r = 0; r < net->p.nrails; r++)
-            s->rail[r].peer_busy = (uint8_t)(a->rails_busy >> s->rail[r].peer_idx & 1);
-        if (status_answer) {
-            s->status_fresh = 1;
-            s->t_status_asked = 0;
-            mark_pending(net, s);
-        }
-    }
-    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
-        if (!(a->sack[i / 64] >> (i % 64) & 1))
-            continue;
-        uint32_t q = ack + 1 + (uint32_t)i;
-        if (fm_seq_lt(q, s->snd_una) || !fm_seq_lt(q, s->snd_nxt))
-            continue;
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        if (!e->sacked) {
-            e->sacked = 1;
-            tx_acked(net, s, e, now);
-            if (!e->retx)
-                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
-        }
-    }
-    detect_losses(net, s, now);
-}
 
 static void on_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
 {
@@ -1162,7 +664,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         if (why)
             goto drop;
         s->t_last_rx = now;
-        rail_heard(net, s, rail, h.rail, from, now);
+        fm_rail_heard(net, s, rail, h.rail, from, now);
         return FM_DROP_NONE;
     }
     s = h.src_rank == FM_WIRE_NAMED ? named_session(net, h.src_epoch) : net->sess[h.src_rank];
@@ -1190,9 +692,9 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     }
     s->t_last_rx = now;
     s->probed = 0;
-    rail_heard(net, s, rail, h.rail, from, now);
+    fm_rail_heard(net, s, rail, h.rail, from, now);
     if (h.flags & FM_HDR_ACK_VALID)
-        on_ack(net, s, h.ack, NULL, 0, now);
+        fm_loss_on_ack(net, s, h.ack, NULL, 0, now);
     switch (h.op) {
     case FM_OP_ACK: {
         struct fm_wire_ack a;
@@ -1202,7 +704,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             why = FM_DROP_OPCODE;
             goto drop;
         }
-        on_ack(net, s, h.ack, &a, (h.flags & FM_HDR_STATUS) != 0, now);
+        fm_loss_on_ack(net, s, h.ack, &a, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
         memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);
@@ -1269,8 +771,8 @@ void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *
         if (!a->sin_family || a->sin_addr.s_addr != from->sin_addr.s_addr ||
             a->sin_port != from->sin_port || s->state == S_GONE)
             continue;
-        if (!refused && next_usable(net, s, rail) != rail)
-            rail_down(net, s, rail, now);
+        if (!refused && fm_rail_next_usable(net, s, rail) != rail)
+            fm_rail_down(net, s, rail, now);
         else
             session_gone(net, s, s->bye_sent ? FM_NET_PEER_LEFT : FM_NET_PEER_FAILED);
     }
@@ -1348,7 +850,7 @@ static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm
     struct txent *e = &s->tx[q % FM_NET_TXWIN];
     build_sequenced(net, s, q, p);
     s->t_busy = now;
-    int r = pick_rail(net, s);
+    int r = fm_rail_pick(net, s);
     set_rail(s, p, r);
     e->rail = (uint8_t)r;
     if (e->op == FM_OP_DATA) {
@@ -1455,7 +957,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     }
     if (s->state == S_HELLO_SENT && now >= s->t_hello && n < max) {
         if (s->t_hello) /* a retry: perhaps the first rail is the broken one */
-            s->ctl_rail = (uint8_t)next_usable(net, s, s->ctl_rail);
+            s->ctl_rail = (uint8_t)fm_rail_next_usable(net, s, s->ctl_rail);
         build_hello(net, s, &pkts[n++], 0);
         s->t_hello = now + s->hello_backoff;
         s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
@@ -1611,7 +1113,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
     if (!s->t_last_rx)
         s->t_last_rx = now;
     if (net->p.nrails > 1)
-        rails_check(net, s, now);
+        fm_rail_check(net, s, now);
     if (s->t_status_asked && now - s->t_status_asked >= s->rto)
         mark_pending(net, s); /* the status query or its answer was lost */
     if (s->snd_una != s->snd_nxt) {
@@ -1621,7 +1123,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
          * nothing after them can reveal it. Sending the last one again
          * brings an ACK whose selective part lets loss detection find the
          * holes, long before a timeout. */
-        detect_losses(net, s, now);
+        fm_loss_detect(net, s, now);
         uint64_t pto = probe_timeout(net, s);
         if (now - s->t_last_rx >= pto && now - e->t_sent >= pto && now - e->t_sent < s->rto &&
             !s->probed) {
@@ -1630,7 +1132,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
             struct txent *t = &s->tx[q % FM_NET_TXWIN];
             if (t->op && !t->sacked && !t->due) {
-                tx_settle(s, t);
+                fm_rail_settle(s, t);
                 t->due = 1;
                 net->nc[FM_NC_RETX_PROBE]++;
                 mark_pending(net, s);
@@ -1648,7 +1150,7 @@ static void session_timers(struct fm_net *net, struct fm_session *s, uint64_t no
             for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
                 struct txent *t = &s->tx[q % FM_NET_TXWIN];
                 if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
-                    tx_settle(s, t);
+                    fm_rail_settle(s, t);
                     t->due = 1;
                     net->nc[FM_NC_RETX_TIMEOUT]++;
                     break;
@@ -1701,7 +1203,7 @@ static uint64_t session_deadline(const struct fm_net *net, const struct fm_sessi
         d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);
     if (s->t_status_asked)
         d = FM_MIN(d, s->t_status_asked + s->rto);
-    return FM_MIN(d, rails_deadline(net, s));
+    return FM_MIN(d, fm_rail_deadline(net, s));
 }
 
 int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
@@ -1785,7 +1287,7 @@ void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
     f->ending = 1;
     __atomic_fetch_add(&f->gen, 1, __ATOMIC_RELEASE); /* routes to it resolve a new flow */
     if (!f->announced && f->ctl.tail == 0) {
-        txflow_done(s, f); /* nothing written: the peer never hears of it */
+        fm_flow_done(s, f); /* nothing written: the peer never hears of it */
         return;
     }
     s->nending++;

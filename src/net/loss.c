@@ -1,0 +1,129 @@
+/*
+ * Acknowledgements and loss recovery: the round-trip estimate and the
+ * retransmission timeout, selective acknowledgements, and RACK's time-based
+ * loss detection. (The tail loss probe and the timeout itself run from the
+ * engine's timers, session_timers in engine.c.)
+ */
+#include "session.h"
+
+#include "core/log.h"
+
+/*
+ * RFC 6298's timeout, but never below one and a half times the longest
+ * recent round trip. On a link slower than the sender (a shaped rail) the
+ * round trip grows with the queue faster than the smoothed estimate
+ * follows; a timeout below it resends a window that was never lost, the
+ * copies lengthen the queue, and the stream collapses into retransmissions.
+ */
+static uint64_t base_rto(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t rto = FM_MAX(s->srtt + 4 * s->rttvar, s->rtt_peak + s->rtt_peak / 2);
+    return FM_MAX(net->p.rto_min_ns, FM_MIN(rto, net->p.rto_max_ns));
+}
+
+static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct txent *e,
+                       uint64_t rtt)
+{
+    struct sess_rail *sr = &s->rail[e->rail];
+    sr->srtt = sr->srtt ? (7 * sr->srtt + rtt) / 8 : rtt;
+    /* RFC 6298 in nanoseconds. */
+    if (!s->srtt) {
+        s->srtt = rtt;
+        s->rttvar = rtt / 2;
+    } else {
+        uint64_t d = s->srtt > rtt ? s->srtt - rtt : rtt - s->srtt;
+        s->rttvar = (3 * s->rttvar + d) / 4;
+        s->srtt = (7 * s->srtt + rtt) / 8;
+    }
+    s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
+    s->rto = base_rto(net, s);
+}
+
+/*
+ * Loss detection in the manner of RACK (RFC 8985): a packet is lost when a
+ * packet sent after it has been delivered and a round trip (plus a small
+ * reordering allowance) has passed since it was sent. Time-based rather
+ * than counting duplicate ACKs, so a retransmission is judged only by what
+ * was sent after it: packets whose acknowledgement is merely on its way
+ * are not sent again. Runs on every ACK and from the timers.
+ */
+void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        /* Per rail: packets on a slower rail arrive after later packets on
+         * a faster one without being lost. */
+        const struct sess_rail *sr = &s->rail[e->rail];
+        if (!e->op || e->sacked || e->due || e->t_sent > sr->rack_t)
+            continue;
+        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+        if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
+            fm_rail_settle(s, e);
+            e->due = 1;
+            net->nc[FM_NC_RETX_FAST]++;
+            mark_pending(net, s);
+        }
+    }
+}
+
+void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
+                    const struct fm_wire_ack *a, int status_answer, uint64_t now)
+{
+    if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
+        struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
+        if (!last->retx)
+            rtt_sample(net, s, last, now - last->t_sent);
+        for (uint32_t q = s->snd_una; q != ack; q++) {
+            struct txent *e = &s->tx[q % FM_NET_TXWIN];
+            struct sess_rail *sr = &s->rail[e->rail];
+            /* A retransmitted packet's acknowledgement may be for its first
+             * copy: its send time proves nothing about later packets. */
+            if (!e->retx)
+                sr->rack_t = FM_MAX(sr->rack_t, e->t_sent);
+            fm_rail_acked(net, s, e, now);
+            e->op = 0;
+        }
+        s->snd_una = ack;
+        if (ack == s->snd_nxt)
+            s->status_fresh = 0; /* rail_query: the next burst asks again */
+        /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
+         * stream a clean sample may be long in coming. */
+        s->rto = base_rto(net, s);
+        mark_pending(net, s); /* the window moved: more may go */
+        for (uint32_t i = 0; s->nending && i < s->nlive;) {
+            struct fm_txflow *f = s->live[i];
+            if (f->end_sent && fm_seq_lt(f->end_seq, ack)) {
+                s->nending--;
+                fm_flow_done(s, f); /* moves another flow to index i */
+            } else {
+                i++;
+            }
+        }
+    }
+    if (!a)
+        return;
+    if (!net->p.rail_query || status_answer) {
+        for (int r = 0; r < net->p.nrails; r++)
+            s->rail[r].peer_busy = (uint8_t)(a->rails_busy >> s->rail[r].peer_idx & 1);
+        if (status_answer) {
+            s->status_fresh = 1;
+            s->t_status_asked = 0;
+            mark_pending(net, s);
+        }
+    }
+    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
+        if (!(a->sack[i / 64] >> (i % 64) & 1))
+            continue;
+        uint32_t q = ack + 1 + (uint32_t)i;
+        if (fm_seq_lt(q, s->snd_una) || !fm_seq_lt(q, s->snd_nxt))
+            continue;
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (!e->sacked) {
+            e->sacked = 1;
+            fm_rail_acked(net, s, e, now);
+            if (!e->retx)
+                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
+        }
+    }
+    fm_loss_detect(net, s, now);
+}

@@ -1,0 +1,213 @@
+/*
+ * Rail scheduling (seed 000, 2.3): which rail each packet takes, measured
+ * delivery rates, a rail that goes silent and comes back, and probes. The
+ * policy is FM_RAIL_POLICY's; docs/rails.md describes it.
+ */
+#include "session.h"
+
+#include "core/log.h"
+
+/* e no longer counts as in flight on its rail (acknowledged, or given up
+ * and due again). */
+void fm_rail_settle(struct fm_session *s, struct txent *e)
+{
+    if (e->counted) {
+        s->rail[e->rail].inflight -= e->len;
+        e->counted = 0;
+    }
+}
+
+/* Bytes in flight on a rail (in packets) above which what it delivers is
+ * what it can carry, not what it was given. */
+#define RAIL_BACKLOG_PACKETS 8
+
+/*
+ * e was acknowledged: its bytes count as delivered by its rail. The rail's
+ * rate is sampled over stretches of at least 200 us and 16 packets during
+ * which it always had a backlog, so a sample measures what the rail can carry; an
+ * idle or lightly used stretch says only what it was given and is not
+ * sampled (else a rail given little would look slow and be given less).
+ * The estimate is the larger of a new sample and the old one less 1/8.
+ */
+void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[e->rail];
+    if (e->counted) {
+        sr->delivered += e->len;
+        if (sr->inflight - e->len < RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload) {
+            sr->rate_t = 0; /* the backlog ran out: no sample across this */
+        } else if (!sr->rate_t) {
+            sr->rate_t = now;
+            sr->rate_from = sr->delivered;
+        } else if (now - sr->rate_t >= 200000 &&
+                   sr->delivered - sr->rate_from >= 16 * (uint64_t)net->p.payload) {
+            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - sr->rate_from) *
+                                         1000000000u / (now - sr->rate_t));
+            sr->rate = FM_MAX(sample, sr->rate - sr->rate / 8);
+            sr->rate_t = now;
+            sr->rate_from = sr->delivered;
+        }
+    }
+    fm_rail_settle(s, e);
+}
+
+static int rail_usable(const struct sess_rail *r) { return r->addr.sin_family && r->up; }
+
+/* The first usable rail after r, or r itself when no other is. */
+int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r)
+{
+    for (int k = 1; k <= net->p.nrails; k++) {
+        int c = (r + k) % net->p.nrails;
+        if (rail_usable(&s->rail[c]))
+            return c;
+    }
+    return r;
+}
+
+/* Rail r stopped answering: what is in flight on it goes again on the
+ * others, and nothing new goes on it until it answers a probe. */
+void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[r];
+    if (!sr->up)
+        return;
+    sr->up = 0;
+    net->nc[FM_NC_RAIL_DOWN]++;
+    fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the other "
+            "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
+    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (e->op && e->rail == r && !e->sacked && !e->due) {
+            fm_rail_settle(s, e);
+            e->due = 1;
+        }
+    }
+    if (s->ctl_rail == r)
+        s->ctl_rail = (uint8_t)fm_rail_next_usable(net, s, r);
+    mark_pending(net, s);
+}
+
+/* A valid packet from the peer came on rail r (which the peer calls
+ * peer_idx) from `from`. */
+void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
+                   const struct sockaddr_in *from, uint64_t now)
+{
+    struct sess_rail *sr = &s->rail[r];
+    sr->t_rx = now;
+    sr->peer_idx = (uint8_t)(peer_idx % FM_RAILS_MAX);
+    if (!sr->addr.sin_family) {
+        /* The side that did not start the session learns the peer's other
+         * rails from the probes that come on them. */
+        sr->addr = *from;
+        sr->up = 1;
+    } else if (!sr->up) {
+        sr->up = 1;
+        net->nc[FM_NC_RAIL_UP]++;
+        fm_warn("net", "rail %d to rank %d answers again", r, s->rank);
+    }
+    s->ctl_rail = (uint8_t)r;
+}
+
+/*
+ * The rail for the next sequenced packet to this peer (seed 000's dynamic
+ * dispatch): among the rails that answer, the one that would deliver it
+ * first, which is the one whose bytes in flight it drains soonest at the
+ * rate it delivers (a rail not measured yet counts as fast as the fastest
+ * one measured; before any is: the fewest bytes in flight). A rail whose
+ * receive queue the peer reports busy counts as loaded. A short message therefore goes whole on an idle rail, and a
+ * long one spreads packet by packet in proportion to each rail's
+ * throughput, so its packets arrive about together instead of the faster
+ * rail's waiting at the receiver for the slower one's.
+ */
+int fm_rail_pick(struct fm_net *net, struct fm_session *s)
+{
+    int n = net->p.nrails;
+    if (n == 1)
+        return 0;
+    int first = 0, step = 1;
+    if (net->p.rail_policy == FM_RAIL_STATIC) {
+        int r = (net->p.rank + s->rank) % n;
+        if (rail_usable(&s->rail[r]))
+            return r;
+    } else if (net->p.rail_policy == FM_RAIL_UNIDIRECTIONAL) {
+        first = net->p.rank < s->rank ? 0 : 1;
+        step = 2;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int best = -1;
+        uint64_t best_load = UINT64_MAX, top_rate = 0;
+        for (int r = first; r < n; r += step)
+            if (rail_usable(&s->rail[r]))
+                top_rate = FM_MAX(top_rate, s->rail[r].rate);
+        for (int r = first; r < n; r += step) {
+            const struct sess_rail *sr = &s->rail[r];
+            if (!rail_usable(sr))
+                continue;
+            uint64_t load = sr->inflight + (sr->peer_busy ? RAIL_BUSY_BYTES : 0);
+            if (top_rate) /* when the queue would drain: microseconds */
+                load = (load + net->p.payload) * 1000000u / (sr->rate ? sr->rate : top_rate);
+            if (load < best_load) {
+                best = r;
+                best_load = load;
+            }
+        }
+        if (best >= 0)
+            return best;
+        first = 0; /* the policy's rails are all down: any rail that works */
+        step = 1;
+    }
+    return s->ctl_rail; /* none answers: the session timeout decides */
+}
+
+/*
+ * Probes of each rail and their deadlines (several rails only). Rails are
+ * watched while the session is busy (data in flight, or a sequenced packet
+ * within the last heartbeat): then a failure costs throughput. An idle
+ * session does not probe them, so a thousand idle peers cost no packets
+ * beyond the session's own heartbeat, and a rail's silence while idle
+ * proves nothing; watching starts afresh when traffic does.
+ */
+static int session_busy(const struct fm_net *net, const struct fm_session *s, uint64_t now)
+{
+    return s->snd_una != s->snd_nxt || now - s->t_busy < net->p.rail_heartbeat_ns;
+}
+
+void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    uint64_t hb = net->p.rail_heartbeat_ns;
+    int busy = session_busy(net, s, now);
+    for (int r = 0; r < net->p.nrails; r++) {
+        struct sess_rail *sr = &s->rail[r];
+        if (!sr->addr.sin_family)
+            continue;
+        if (!busy || !s->rails_watched || !sr->t_rx)
+            sr->t_rx = now; /* a fresh start */
+        else if (sr->up && now - sr->t_rx > hb)
+            fm_rail_down(net, s, r, now);
+        if (busy && now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
+            sr->ping_due = 1;
+            mark_pending(net, s);
+        }
+    }
+    s->rails_watched = (uint8_t)busy;
+}
+
+uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t d = UINT64_MAX, hb = net->p.rail_heartbeat_ns;
+    if (net->p.nrails == 1)
+        return d;
+    if (!s->rails_watched) /* watching starts at the first timer after traffic */
+        return d;
+    if (s->snd_una == s->snd_nxt)
+        d = s->t_busy + hb; /* when it falls idle */
+    for (int r = 0; r < net->p.nrails; r++) {
+        const struct sess_rail *sr = &s->rail[r];
+        if (!sr->addr.sin_family)
+            continue;
+        d = FM_MIN(d, FM_MAX(sr->t_rx, sr->t_ping) + hb / 3);
+        if (sr->up)
+            d = FM_MIN(d, sr->t_rx + hb + 1);
+    }
+    return d;
+}

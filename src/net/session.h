@@ -1,0 +1,226 @@
+/*
+ * The session engine's own types, shared by its files (internal: the core
+ * and the links see engine.h only). What each file holds:
+ *
+ *   engine.c      setup, sessions and the handshake, flows and their rings,
+ *                 the input dispatcher, output and timers
+ *   rail_sched.c  rail scheduling: which rail a packet takes, rate samples,
+ *                 failover and recovery, probing (seed 000)
+ *   loss.c        acknowledgements and loss recovery: RTT and timeout,
+ *                 SACK, RACK
+ */
+#ifndef FM_NET_SESSION_H
+#define FM_NET_SESSION_H
+
+#include "engine.h"
+
+#include "core/util.h"
+
+#include <stdlib.h>
+
+/* Received packets an ACK waits for before it goes on its own. */
+#define ACK_EVERY 16
+/* Heartbeats per timeout: an idle session pings this often. */
+#define PINGS_PER_TIMEOUT 4
+/* The first HELLO retry; then doubling. */
+#define HELLO_RETRY_NS 2000000u
+/* Load a rail counts as having when the peer says its receive queue there
+ * is busy: another rail with less than this in flight goes first. */
+#define RAIL_BUSY_BYTES (64u << 10)
+
+enum sess_state {
+    S_NEW,        /* nothing sent yet */
+    S_HELLO_SENT, /* waiting for HELLO_ACK */
+    S_UP,         /* both sides know each other's epoch and first sequence number */
+    S_GONE,       /* the peer left or was lost */
+};
+
+/* A sequenced packet in flight. */
+struct txent {
+    uint64_t t_sent; /* last transmission */
+    uint64_t pos;    /* DATA: stream position */
+    uint32_t flow;   /* DATA, FLOW: flow id */
+    uint32_t len;    /* DATA: bytes */
+    uint8_t op;      /* DATA, FLOW or BYE */
+    uint8_t sacked;  /* selectively acknowledged */
+    uint8_t retx;    /* retransmissions so far */
+    uint8_t due;     /* to be (re)transmitted at the next output */
+    uint8_t rail;    /* the local rail of its last transmission */
+    uint8_t counted; /* DATA: its bytes count in that rail's inflight */
+};
+
+/* A packet received ahead of a gap, held until the gap fills. */
+struct held {
+    void *pkt;
+    size_t len;
+};
+
+/* A session's view of one local rail. */
+struct sess_rail {
+    struct sockaddr_in addr; /* the peer on this rail's subnet; sin_family 0: none known */
+    uint64_t t_rx;           /* last packet from the peer on it */
+    uint64_t t_ping;         /* last probe sent on it */
+    uint64_t rack_t;         /* latest send time of a packet on it known delivered */
+    uint64_t srtt;           /* smoothed round trip of packets sent on it */
+    uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
+    uint64_t delivered;      /* DATA bytes on it acknowledged, ever */
+    uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
+    uint64_t rate_t, rate_from; /* start of the current rate sample: time, delivered */
+    uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
+    uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
+    uint8_t peer_busy;       /* the peer's receive queue on it is busy */
+    uint8_t ping_due;        /* a PING goes on it at the next output */
+    uint8_t reply_due;       /* answer a probe that came on it, on it */
+};
+
+struct fm_session {
+    struct fm_net *net;
+    int rank;              /* the peer's index: a rank, or (>= size) a named peer */
+    int named;             /* a named peer: domain key, FM_WIRE_NAMED, found by epoch */
+    int state;
+    struct sess_rail rail[FM_RAILS_MAX];
+    int have_addr;         /* some rail has the peer's address */
+    uint8_t ctl_rail;      /* rail of packets that are not DATA: the last one heard on */
+    uint8_t rails_watched; /* rails are being probed: the session is busy */
+    uint8_t status_fresh;  /* rail_query: the peer's rail status came for this burst */
+    uint8_t status_due;    /* rail_query: the peer asked for ours */
+    uint64_t t_status_asked; /* rail_query: when we last asked, or 0 */
+    uint64_t t_busy;       /* last sequenced packet sent or received */
+    uint32_t peer_epoch;   /* 0 until known */
+    uint32_t peer_epoch_named; /* named: the epoch its name gives */
+    uint64_t hello_nonce;  /* of our HELLO */
+    uint64_t peer_nonce;   /* of theirs, to echo */
+    uint64_t t_hello;      /* next HELLO retry */
+    uint64_t hello_backoff;
+    uint64_t t_first_hello;
+    uint8_t hello_ack_due;
+    uint8_t pending;       /* in the engine's pending list */
+    uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
+    uint8_t ack_now;       /* send an ACK at the next output */
+    uint8_t credit_due;    /* a receiving endpoint released bytes */
+    uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
+    uint8_t bye_due, bye_sent, bye_received;
+
+    /* transmit */
+    uint32_t snd_nxt, snd_una;
+    struct txent tx[FM_NET_TXWIN];
+    uint8_t probed;        /* a tail loss probe went since the last ACK */
+    uint64_t srtt, rttvar, rto;
+    uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
+    uint64_t t_last_tx, t_last_rx;
+
+    /* receive */
+    int rcv_known;
+    uint32_t rcv_nxt;
+    struct held held[FM_WIRE_SACK_BITS]; /* by seq % FM_WIRE_SACK_BITS */
+    int nheld;
+    uint32_t unacked;      /* received since our last acknowledgement */
+    uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
+
+    struct fm_txflow **txf; /* by id (ids are reused once a flow is freed) */
+    uint32_t txf_cap;
+    uint32_t *free_ids;     /* ids of freed flows */
+    uint32_t nfree_ids;
+    struct fm_txflow **live; /* flows not done yet: what output walks */
+    uint32_t nlive, next_live;
+    int nending;            /* live flows waiting for their FLOW_END to be acknowledged */
+    struct fm_rxflow **rxf; /* by the sender's flow id; NULL once ended */
+    uint32_t rxf_cap;
+    int nstops;             /* receiving flows that must ask their sender to stop */
+};
+
+struct fm_net {
+    struct fm_net_params p;
+    uint64_t job;
+    uint64_t domain;            /* named sessions' tag (fm_net_named), 0 before */
+    uint8_t domain_key[16];
+    uint8_t card[64];           /* our name, in named HELLOs */
+    size_t card_len;
+    struct fm_session **sess;   /* by peer: ranks, then named peers; created on contact */
+    int sess_cap;
+    int *by_epoch;              /* named sessions by the peer's epoch: peer + 1, 0 empty */
+    size_t by_epoch_cap, nby_epoch;
+    struct fm_session **all;    /* created sessions, for timer scans */
+    int nall, all_cap;
+    struct fm_session **pending; /* sessions with something to send */
+    int npending, pending_cap;
+    struct fm_session **gathering; /* sessions holding small messages back */
+    int ngathering, gathering_cap;
+    uint64_t next_timer;
+    uint64_t t_last_output; /* when fm_net_output last ran */
+    unsigned char *spare[16]; /* rings of ended flows, for the next ones */
+    int nspare;
+    uint64_t rng;
+    uint32_t rails_busy;    /* bit r: our receive queue on rail r is busy */
+    uint64_t rail_tx[FM_RAILS_MAX]; /* DATA bytes sent per rail */
+    uint64_t nc[FM_NC_COUNT];
+    uint64_t drops[FM_DROP_COUNT];
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static inline uint64_t rnd(struct fm_net *net)
+{
+    uint64_t x = net->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return net->rng = x;
+}
+
+/* Appends s to a session list unless its flag says it is there. */
+static inline void list_add(struct fm_session ***list, int *n, int *cap, struct fm_session *s,
+                     uint8_t *flag)
+{
+    if (*flag)
+        return;
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 16;
+        struct fm_session **p = realloc(*list, sizeof(*p) * (size_t)c);
+        if (!p)
+            return; /* the timer scan finds it later */
+        *list = p;
+        *cap = c;
+    }
+    (*list)[(*n)++] = s;
+    *flag = 1;
+}
+
+static inline void mark_pending(struct fm_net *net, struct fm_session *s)
+{
+    list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
+}
+
+/* ---- between the engine's files -------------------------------------------- */
+
+/* rail_sched.c */
+/* e no longer counts as in flight on its rail (acknowledged, or given up). */
+void fm_rail_settle(struct fm_session *s, struct txent *e);
+/* e was acknowledged: its rail's delivery rate takes the sample. */
+void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now);
+/* The next usable rail after r, or -1. */
+int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r);
+/* Rail r stopped answering: its traffic moves to the others. */
+void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now);
+/* A packet came on local rail r from the peer's rail peer_idx. */
+void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
+                   const struct sockaddr_in *from, uint64_t now);
+/* The rail the next DATA packet goes on (the policy of FM_RAIL_POLICY). */
+int fm_rail_pick(struct fm_net *net, struct fm_session *s);
+/* Rail liveness and probes, from the timers. */
+void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* When the rails next need the timers, or UINT64_MAX. */
+uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s);
+
+/* loss.c */
+/* Marks the packets RACK deems lost as due again. */
+void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* A cumulative acknowledgement `ack` (and selective ones in a) arrived. */
+void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
+                    const struct fm_wire_ack *a, int status_answer, uint64_t now);
+
+/* engine.c */
+/* A flow is over and acknowledged: freed now or when its last route lets go. */
+void fm_flow_done(struct fm_session *s, struct fm_txflow *f);
+
+#endif
