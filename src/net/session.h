@@ -2,8 +2,9 @@
  * The session engine's own types, shared by its files (internal: the core
  * and the links see engine.h only). What each file holds:
  *
- *   engine.c      setup, sessions and the handshake, flows and their rings,
- *                 the input dispatcher, output and timers
+ *   engine.c      setup, sessions and the handshake, the input dispatcher,
+ *                 output and timers
+ *   flow.c        flows: mirror and landing rings, their life, credits
  *   rail_sched.c  rail scheduling: which rail a packet takes, rate samples,
  *                 failover and recovery, probing (seed 000)
  *   loss.c        acknowledgements and loss recovery: RTT and timeout,
@@ -15,6 +16,7 @@
 #include "engine.h"
 
 #include "core/util.h"
+#include "fastmsg.h"
 
 #include <stdlib.h>
 
@@ -219,8 +221,23 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
                     const struct fm_wire_ack *a, int status_answer, uint64_t now);
 
-/* engine.c */
+/* flow.c */
 /* A flow is over and acknowledged: freed now or when its last route lets go. */
 void fm_flow_done(struct fm_session *s, struct fm_txflow *f);
+/* Frees every flow of a session (the engine goes away). */
+void fm_flows_free(struct fm_session *s);
+/* Credits from an ACK: the receiver released that much of each flow. */
+void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n);
+/* A FLOW packet opened a receiving flow: its landing ring, or NULL. */
+struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
+                                 const struct fm_wire_flow *w);
+/* DATA bytes of f at stream position pos: laid into the ring, and the
+ * records they complete published. */
+enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
+                             const unsigned char *b, size_t len);
+
+/* engine.c */
+/* The session with peer `rank`, made on first contact; NULL if it cannot be. */
+struct fm_session *fm_session_get(struct fm_net *net, int rank);
 
 #endif

@@ -1,0 +1,305 @@
+/*
+ * Flows: the sending side's mirror rings and their life (made on first use,
+ * ended after their data, freed when acknowledged and let go), and the
+ * receiving side's landing rings (bytes laid into place, records published
+ * in order, credits). Spare rings of ended flows serve the next ones.
+ */
+#include "session.h"
+
+#include "core/log.h"
+
+#include <string.h>
+
+/*
+ * A flow's ring. A fresh ring needs only its first header word zeroed: the
+ * ring protocol zeroes every later header slot before it is read. So rings
+ * of ended flows are kept for new ones, which a connection-per-message
+ * pattern opens by the thousand, without page faults or clearing.
+ */
+static unsigned char *ring_alloc(struct fm_net *net)
+{
+    void *p = NULL;
+    if (net->nspare)
+        p = net->spare[--net->nspare];
+    else if (posix_memalign(&p, FM_CACHE_LINE, net->p.ring_size))
+        return NULL; /* aligned: header words never straddle cache lines */
+    memset(p, 0, FM_REC_HDR);
+    return p;
+}
+
+static void ring_free(struct fm_net *net, unsigned char *p)
+{
+    if (p && net->nspare < (int)FM_ARRAY_LEN(net->spare))
+        net->spare[net->nspare++] = p;
+    else
+        free(p);
+}
+
+static void txflow_free(struct fm_session *s, struct fm_txflow *f)
+{
+    s->txf[f->id] = NULL;
+    s->free_ids[s->nfree_ids++] = f->id; /* room: one per slot of txf */
+    ring_free(s->net, f->ring.data);
+    free(f);
+}
+
+/* The flow is over: freed now, or when the last route lets go of it; its
+ * ring (the memory that matters) goes at once. */
+void fm_flow_done(struct fm_session *s, struct fm_txflow *f)
+{
+    f->done = 1;
+    s->live[f->live_idx] = s->live[--s->nlive];
+    s->live[f->live_idx]->live_idx = f->live_idx;
+    if (f->refs == 0) {
+        txflow_free(s, f);
+        return;
+    }
+    if (f->pinned)
+        return; /* the endpoint builds a message in it: freed when unpinned */
+    ring_free(s->net, f->ring.data);
+    f->ring.data = NULL;
+}
+
+void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on)
+{
+    f->pinned = (uint8_t)on;
+    if (!on && f->done) {
+        ring_free(net, f->ring.data);
+        f->ring.data = NULL;
+    }
+}
+
+void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f)
+{
+    (void)net;
+    if (--f->refs == 0 && f->done)
+        txflow_free(f->s, f);
+}
+
+void fm_net_rxflow_free(struct fm_rxflow *f)
+{
+    ring_free(f->s->net, f->ring.data);
+    free(f);
+}
+
+void fm_flows_free(struct fm_session *s)
+{
+    for (uint32_t i = 0; i < s->txf_cap; i++)
+        if (s->txf[i])
+            txflow_free(s, s->txf[i]);
+    free(s->txf);
+    free(s->free_ids);
+    free(s->live);
+    for (uint32_t i = 0; i < s->rxf_cap; i++)
+        if (s->rxf[i])
+            fm_net_rxflow_free(s->rxf[i]);
+    free(s->rxf);
+}
+
+int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst_channel,
+                struct fm_txflow **out)
+{
+    struct fm_session *s = fm_session_get(net, rank);
+    if (!s)
+        return FM_ENOMEM;
+    if (s->state == S_GONE)
+        return FM_EPEERLOST;
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        if (!f->ending && f->src_channel == src_channel && f->dst_channel == dst_channel) {
+            f->refs++;
+            *out = f;
+            return 0;
+        }
+    }
+    if (!s->have_addr) {
+        struct sockaddr_in a[FM_RAILS_MAX];
+        memset(a, 0, sizeof(a));
+        int rc = net->p.up.address_of(net->p.up.core, rank, a);
+        if (rc)
+            return rc;
+        int first = -1;
+        for (int r = 0; r < net->p.nrails; r++) {
+            s->rail[r].addr = a[r];
+            s->rail[r].up = a[r].sin_family != 0;
+            if (first < 0 && s->rail[r].up)
+                first = r;
+        }
+        if (first < 0)
+            return FM_EUNREACH;
+        s->ctl_rail = (uint8_t)first;
+        s->have_addr = 1;
+    }
+    if (!s->nfree_ids) {
+        uint32_t cap = s->txf_cap ? s->txf_cap * 2 : 8;
+        struct fm_txflow **t = realloc(s->txf, sizeof(*t) * cap);
+        if (t)
+            s->txf = t;
+        uint32_t *ids = realloc(s->free_ids, sizeof(*ids) * cap);
+        if (ids)
+            s->free_ids = ids;
+        struct fm_txflow **l = realloc(s->live, sizeof(*l) * cap);
+        if (l)
+            s->live = l;
+        if (!t || !ids || !l)
+            return FM_ENOMEM;
+        for (uint32_t i = cap; i > s->txf_cap; i--) {
+            s->txf[i - 1] = NULL;
+            s->free_ids[s->nfree_ids++] = i - 1;
+        }
+        s->txf_cap = cap;
+    }
+    struct fm_txflow *f = calloc(1, sizeof(*f));
+    unsigned char *data = ring_alloc(net);
+    if (!f || !data) {
+        free(f);
+        ring_free(net, data);
+        return FM_ENOMEM;
+    }
+    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = net->p.ring_size};
+    f->s = s;
+    f->id = s->free_ids[--s->nfree_ids];
+    f->src_channel = src_channel;
+    f->dst_channel = dst_channel;
+    f->gen = 1;
+    f->refs = 1;
+    s->txf[f->id] = f;
+    f->live_idx = s->nlive;
+    s->live[s->nlive++] = f;
+    mark_pending(net, s);
+    *out = f;
+    return 0;
+}
+
+void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (c[i].flow >= s->txf_cap || !s->txf[c[i].flow] || s->txf[c[i].flow]->done)
+            continue;
+        struct fm_txflow *f = s->txf[c[i].flow];
+        /* Never beyond what was sent, never backwards. */
+        if (c[i].head > f->ctl.head && c[i].head <= f->sent)
+            __atomic_store_n(&f->ctl.head, c[i].head, __ATOMIC_RELEASE);
+    }
+}
+
+struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
+                                 const struct fm_wire_flow *w)
+{
+    if (w->flow >= (1u << 20) || !fm_is_pow2(w->ring_size) || w->ring_size < 4096 ||
+        w->ring_size > (1u << 30))
+        return NULL;
+    if (w->flow >= s->rxf_cap) {
+        uint32_t cap = FM_MAX(w->flow + 1, s->rxf_cap * 2);
+        struct fm_rxflow **a = realloc(s->rxf, sizeof(*a) * cap);
+        if (!a)
+            return NULL;
+        memset(a + s->rxf_cap, 0, sizeof(*a) * (cap - s->rxf_cap));
+        s->rxf = a;
+        s->rxf_cap = cap;
+    }
+    if (s->rxf[w->flow])
+        return NULL; /* a flow id is announced once */
+    if (w->ring_size != net->p.ring_size)
+        return NULL; /* every process of a job uses the same FM_NET_RING_SIZE */
+    struct fm_rxflow *f = calloc(1, sizeof(*f));
+    unsigned char *data = ring_alloc(net);
+    if (!f || !data) {
+        free(f);
+        ring_free(net, data);
+        return NULL;
+    }
+    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = w->ring_size};
+    f->s = s;
+    f->src_rank = s->rank;
+    f->id = w->flow;
+    f->src_channel = w->src_channel;
+    f->dst_channel = w->dst_channel;
+    s->rxf[w->flow] = f;
+    net->p.up.flow_new(net->p.up.core, f, s->rank);
+    return f;
+}
+
+/*
+ * Lays stream bytes into a flow's ring. Records are published in order and
+ * only when complete: the header word is written last, after the slot after
+ * the record was zeroed, exactly as a shared-memory producer does.
+ */
+enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
+                             const unsigned char *b, size_t len)
+{
+    uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+    if (pos != f->wpos || (len & 7) || pos + len > head + f->ring.size)
+        return FM_DROP_FLOW;
+    int published = 0;
+    while (len) {
+        if (f->wpos == f->rec_end) {
+            uint64_t h;
+            memcpy(&h, b, 8);
+            if (!fm_ring_hdr_valid(&f->ring, h) || FM_REC_TYPE(h) == FM_REC_SRC ||
+                f->wpos + FM_REC_SIZE(FM_REC_LEN(h)) + FM_REC_HDR > head + f->ring.size)
+                return FM_DROP_FLOW;
+            f->rec_start = f->wpos;
+            f->rec_end = f->wpos + FM_REC_SIZE(FM_REC_LEN(h));
+            f->rec_hdr = h;
+            f->wpos += 8;
+            b += 8;
+            len -= 8;
+        }
+        size_t n = (size_t)FM_MIN((uint64_t)len, f->rec_end - f->wpos);
+        if (!f->orphan)
+            fm_ring_put(&f->ring, f->wpos, b, n);
+        f->wpos += n;
+        b += n;
+        len -= n;
+        if (f->wpos == f->rec_end) {
+            if (f->orphan) {
+                __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
+                f->s->credit_due = 1;
+                continue;
+            }
+            *fm_ring_word(&f->ring, f->rec_end) = 0;
+            __atomic_store_n(fm_ring_word(&f->ring, f->rec_start), f->rec_hdr,
+                             __ATOMIC_RELEASE);
+            published = 1;
+        }
+    }
+    if (published)
+        net->p.up.delivered(net->p.up.core, f);
+    return FM_DROP_NONE;
+}
+
+/* Handles a sequenced packet whose turn has come. */
+void fm_net_released(struct fm_net *net, struct fm_rxflow *f)
+{
+    f->s->credit_due = 1;
+    mark_pending(net, f->s);
+}
+
+void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
+{
+    struct fm_session *s = f->s;
+    if (f->ending)
+        return;
+    f->ending = 1;
+    __atomic_fetch_add(&f->gen, 1, __ATOMIC_RELEASE); /* routes to it resolve a new flow */
+    if (!f->announced && f->ctl.tail == 0) {
+        fm_flow_done(s, f); /* nothing written: the peer never hears of it */
+        return;
+    }
+    s->nending++;
+    mark_pending(net, s);
+}
+
+void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
+{
+    f->orphan = 1;
+    f->owner = NULL;
+    if (!f->stop_due && f->s->state == S_UP) {
+        f->stop_due = 1;
+        f->s->nstops++;
+    }
+    /* Whatever was in the ring is released with it. */
+    __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
+    fm_net_released(net, f);
+}
