@@ -9,6 +9,7 @@
  * uses a packet socket; without it, replays are crafted instead).
  */
 #include "core/ctx.h"
+#include "core/hex.h"
 #include "net/udp_link.h"
 #include "net/wire.h"
 #include "testing/fmtest.h"
@@ -45,11 +46,7 @@ static void job_key(uint8_t key[16])
 {
     char hex[64];
     CHECK_RC(ctx->boot.ops->get(&ctx->boot, 0, "key", hex, sizeof(hex)), 0);
-    for (int i = 0; i < 16; i++) {
-        unsigned b;
-        sscanf(hex + 2 * i, "%2x", &b);
-        key[i] = (uint8_t)b;
-    }
+    CHECK_EQ(fm_hex_decode(hex, key, 16), 0);
 }
 
 /* A packet that passes every check but the ones under test. */

@@ -51,6 +51,7 @@ struct fm_route {
 struct fm_rx {
     struct fm_ring ring;
     const struct fm_link *link;
+    void *link_state;   /* set by the core when attached: what link's setup made */
     void *link_rx;      /* the link's: the network flow that fills it */
     uint64_t rd;        /* next record to read */
     uint64_t published; /* release position last written to the ring's head */

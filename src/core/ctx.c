@@ -294,10 +294,8 @@ void fm_ctx_check_peers(fm_ctx *ctx, int force)
 
 int fm_core_watch(fm_ctx *ctx, const struct fm_link *link, int fd, uint32_t cookie)
 {
-    int index = 0;
-    while (index < fm_nlinks && fm_links[index] != link)
-        index++;
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)index << 32) | cookie};
+    uint64_t index = (uint64_t)fm_link_index(link);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (index << 32) | cookie};
     return epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? FM_ESYS : 0;
 }
 
@@ -329,10 +327,8 @@ const struct fm_config *fm_core_cfg(const fm_ctx *ctx) { return &ctx->cfg; }
 
 void *fm_core_link_state(const fm_ctx *ctx, const struct fm_link *link)
 {
-    for (int i = 0; i < fm_nlinks; i++)
-        if (fm_links[i] == link)
-            return ctx->link_state[i];
-    return NULL;
+    int i = fm_link_index(link);
+    return i < 0 ? NULL : ctx->link_state[i];
 }
 struct fm_boot *fm_core_boot(fm_ctx *ctx) { return &ctx->boot; }
 

@@ -16,14 +16,6 @@
 
 /* ---- opening and closing ------------------------------------------------ */
 
-static int link_index(const struct fm_link *link)
-{
-    int i = 0;
-    while (fm_links[i] != link)
-        i++;
-    return i;
-}
-
 static void drop_route(fm_ep *ep, struct fm_route *rt, int closing)
 {
     if (rt->link && rt->link->drop)
@@ -166,6 +158,8 @@ static int attach_locked(fm_ep *ep, struct fm_rx *rx)
         ep->attached = a;
         ep->attached_cap = cap;
     }
+    /* Its link's state, for releasing and retiring without a search. */
+    rx->link_state = ep->ctx->link_state[fm_link_index(rx->link)];
     ep->attached[ep->nattached] = rx;
     __atomic_store_n(&ep->nattached, ep->nattached + 1, __ATOMIC_RELEASE);
     return 0;
@@ -202,7 +196,7 @@ int fm_core_ep_slot(const fm_ep *ep) { return ep->slot; }
 
 void *fm_core_ep_state(const fm_ep *ep, const struct fm_link *link)
 {
-    return ep->link_state[link_index(link)];
+    return ep->link_state[fm_link_index(link)];
 }
 
 void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word) { ep->sleeping = word; }
@@ -210,7 +204,7 @@ void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word) { ep->sleeping = word; }
 void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word)
 {
     ep->news = word;
-    ep->news_link = link_index(link);
+    ep->news_link = fm_link_index(link);
     ep->news_seen = __atomic_load_n(word, __ATOMIC_ACQUIRE); /* fm_ep_open refreshes anyway */
 }
 
@@ -628,7 +622,7 @@ static void rx_release(fm_ctx *ctx, struct fm_rx *rx, uint64_t pos)
     rx->published = pos;
     fm_ring_release(&rx->ring, pos);
     /* The link tells the producer: a credit, or a wake-up if it waits. */
-    rx->link->released(ctx, ctx->link_state[link_index(rx->link)], rx);
+    rx->link->released(ctx, rx->link_state, rx);
 }
 
 /* Moves the read position past a record that carries no message. */
@@ -703,7 +697,7 @@ static int retire(fm_ep *ep, struct fm_rx *rx)
         return 0;
     detach(ep, rx);
     const struct fm_link *l = rx->link;
-    l->retire(ep->ctx, ep->ctx->link_state[link_index(l)], rx);
+    l->retire(ep->ctx, rx->link_state, rx);
     return 1;
 }
 

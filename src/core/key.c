@@ -1,6 +1,7 @@
 #include "key.h"
 
 #include "fastmsg.h"
+#include "hex.h"
 #include "siphash.h"
 
 #include <errno.h>
@@ -44,17 +45,6 @@ void fm_key_source(char *source, size_t srclen)
         snprintf(source, srclen, "none: set FM_KEY or HOME");
 }
 
-static int parse_hex(const char *hex, uint8_t key[16])
-{
-    for (int i = 0; i < 16; i++) {
-        unsigned b;
-        if (sscanf(hex + 2 * i, "%2x", &b) != 1)
-            return -1;
-        key[i] = (uint8_t)b;
-    }
-    return 0;
-}
-
 /* Reads the key file, or makes it (and its directory) when there is none.
  * Two processes that start at once may both try: O_EXCL lets one win, and
  * the other reads what it wrote. */
@@ -77,7 +67,7 @@ static int key_file(const char *path, uint8_t key[16], char *err, size_t errlen)
                          "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
                 return FM_EINVAL;
             }
-            if (parse_hex(hex, key) < 0) {
+            if (fm_hex_decode(hex, key, 16) < 0) {
                 snprintf(err, errlen, "the key file %s does not hold 32 hex digits: remove it "
                          "to make a new one (on every node that shares it)", path);
                 return FM_EINVAL;
@@ -105,8 +95,7 @@ static int key_file(const char *path, uint8_t key[16], char *err, size_t errlen)
             snprintf(err, errlen, "no randomness for the key: %s", strerror(errno));
             return FM_ESYS;
         }
-        for (int i = 0; i < 16; i++)
-            snprintf(hex + 2 * i, 3, "%02x", fresh[i]);
+        fm_hex_encode(fresh, sizeof(fresh), hex);
         hex[KEY_HEX] = '\n';
         ssize_t w = write(fd, hex, KEY_HEX + 1);
         close(fd);

@@ -138,5 +138,8 @@ struct fm_link {
 #define FM_LINKS_MAX 4
 extern const struct fm_link *const fm_links[];
 extern const int fm_nlinks;
+/* A link's place in fm_links (and in the context's per-link arrays); -1 if
+ * it is not registered. */
+int fm_link_index(const struct fm_link *link);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include "ctx.h"
 
+#include "hex.h"
 #include "key.h"
 #include "log.h"
 #include "name.h"
@@ -278,12 +279,8 @@ static int rank_name(fm_ctx *ctx, int rank, struct fm_name *n)
     if (fm_core_boot_get(ctx, rank, "name", hex, sizeof(hex)) != 0)
         return FM_EINVAL;
     size_t len = strlen(hex) / 2;
-    for (size_t i = 0; i < len; i++) {
-        unsigned b;
-        if (sscanf(hex + 2 * i, "%2x", &b) != 1)
-            return FM_EINVAL;
-        card[i] = (uint8_t)b;
-    }
+    if (len > sizeof(card) || fm_hex_decode(hex, card, len) != 0)
+        return FM_EINVAL;
     return fm_name_decode(card, len, n);
 }
 
@@ -293,9 +290,7 @@ int fm_peers_publish(fm_ctx *ctx)
     uint8_t card[FM_NAME_MAX];
     char hex[2 * FM_NAME_MAX + 1];
     fm_core_self_name(ctx, &self);
-    size_t len = fm_name_encode(&self, card);
-    for (size_t i = 0; i < len; i++)
-        snprintf(hex + 2 * i, 3, "%02x", card[i]);
+    fm_hex_encode(card, fm_name_encode(&self, card), hex);
     return ctx->boot.ops->put(&ctx->boot, "name", hex);
 }
 

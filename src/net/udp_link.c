@@ -14,6 +14,7 @@
 #include "udp_link.h"
 
 #include "core/core_api.h"
+#include "core/hex.h"
 #include "core/log.h"
 #include "core/name.h"
 #include "engine.h"
@@ -567,8 +568,7 @@ static int publish_job_key(struct fm_boot *boot, char *err, size_t errlen)
         snprintf(err, errlen, "net: no randomness for the job key: %s", strerror(errno));
         return FM_ESYS;
     }
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    fm_hex_encode(key, sizeof(key), hex);
     int rc = boot->ops->put(boot, "key", hex);
     if (rc)
         snprintf(err, errlen, "net: cannot publish the job key");
@@ -669,13 +669,9 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         snprintf(err, errlen, "net: rank 0 published no job key");
         return FM_EBOOT;
     }
-    for (int i = 0; i < 16; i++) {
-        unsigned b;
-        if (sscanf(hex + 2 * i, "%2x", &b) != 1) {
-            snprintf(err, errlen, "net: rank 0 published a malformed job key");
-            return FM_EBOOT;
-        }
-        p.key[i] = (uint8_t)b;
+    if (fm_hex_decode(hex, p.key, sizeof(p.key)) != 0) {
+        snprintf(err, errlen, "net: rank 0 published a malformed job key");
+        return FM_EBOOT;
     }
     p.epoch = fm_core_epoch(ctx);
     nl->engine = fm_net_new(&p);
