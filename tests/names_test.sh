@@ -98,6 +98,12 @@ if [ "$mode" = local ]; then
   check "no FM_KEY: a key file made on first use" client -u FM_KEY HOME="$home"
   check "the server saw it through" served
   check "the key file is 0600" test "$(stat -c %a "$home/.fastmsg/key")" = 600
+  chmod 644 "$home/.fastmsg/key"
+  env -u FM_KEY HOME="$home" "$NAMES" invalid - 2>"$tmp/key.err"
+  check "a key file others may read is refused, saying what to do" grep -q "chmod 600" "$tmp/key.err"
+  echo zz >"$home/.fastmsg/key" && chmod 600 "$home/.fastmsg/key"
+  env -u FM_KEY HOME="$home" "$NAMES" invalid - 2>"$tmp/key.err"
+  check "a corrupt key file is refused, saying what to do" grep -q "remove it" "$tmp/key.err"
 fi
 
 serve 1 FM_KEY=one

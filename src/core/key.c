@@ -58,16 +58,16 @@ static int key_file(const char *path, uint8_t key[16], char *err, size_t errlen)
             ssize_t n = read(fd, hex, KEY_HEX + 1);
             int ok = fstat(fd, &st) == 0;
             close(fd);
-            if (n < KEY_HEX) {
-                usleep(2000); /* its maker is still writing it */
-                continue;
-            }
             if (ok && (st.st_mode & 077)) {
                 snprintf(err, errlen, "the key file %s may be read by others (mode %03o): "
                          "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
                 return FM_EINVAL;
             }
-            if (fm_hex_decode(hex, key, 16) < 0) {
+            if (n == 0) {
+                usleep(2000); /* its maker wrote it whole, but not yet */
+                continue;
+            }
+            if (n < KEY_HEX || fm_hex_decode(hex, key, 16) < 0) {
                 snprintf(err, errlen, "the key file %s does not hold 32 hex digits: remove it "
                          "to make a new one (on every node that shares it)", path);
                 return FM_EINVAL;
