@@ -1,0 +1,366 @@
+/*
+ * Active messages: operations on PEs of other nodes.
+ *
+ * Each PE has two endpoints. The application thread sends requests from the
+ * client endpoint to the target's server endpoint; the target's server
+ * thread applies them (puts and atomics straight from its receive ring into
+ * the segment: one copy) and sends replies back to the client endpoint. So
+ * each endpoint has one thread, as fastmsg asks, and a get is answered while
+ * the target computes: the server thread sleeps in fm_wait and costs nothing
+ * when idle.
+ *
+ * Messages from one endpoint to another arrive in order, so a fence costs
+ * nothing here, and a quiet is one FLUSH round trip to each PE written to
+ * since the last quiet. The server never waits for its own requests, and
+ * every waiting loop of the application thread takes replies, so no cycle of
+ * full rings can form.
+ */
+#include "shmem_internal.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Gets larger than this are split into several requests in flight. */
+#define GET_CHUNK ((size_t)1 << 20)
+#define PENDING_MAX 1024
+
+/* An operation waiting for its reply. */
+struct pending {
+    char *dst;        /* where the reply's bytes go */
+    size_t total;     /* bytes asked for */
+    size_t left;      /* bytes still to come */
+    uint32_t gen;     /* tells a reply for an earlier use of the slot */
+    bool used;
+};
+
+static struct pending pend[PENDING_MAX];
+static int pend_free[PENDING_MAX], npend_free;
+static size_t outstanding; /* requests whose replies are due */
+static size_t flushes_due;
+
+static uint64_t counted_bad; /* malformed requests or replies, dropped */
+
+/* ---- sending ---- */
+
+/* Sends one message: header and payload, the payload as a series of
+ * messages if the ring takes a prefix at a time (each with its own header,
+ * the offset advanced). `ep` is the client (application thread) or the
+ * server (its thread), and waits as that thread may. */
+static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payload, size_t len,
+                     int pe)
+{
+    const char *p = payload;
+    uint64_t last_check = 0;
+    do {
+        void *buf;
+        ssize_t g = fm_send_prepare(ep, dst, sizeof(h) + len, &buf);
+        if (g >= (ssize_t)sizeof(h) && (g > (ssize_t)sizeof(h) || len == 0)) {
+            size_t take = (size_t)g - sizeof(h);
+            if (payload)
+                h.len = (uint32_t)take; /* else len is the request's (a get's size) */
+            memcpy(buf, &h, sizeof(h));
+            memcpy((char *)buf + sizeof(h), p, take);
+            fm_send_commit(ep, sizeof(h) + take);
+            p += take;
+            len -= take;
+            h.off += take;
+            continue;
+        }
+        if (g != FM_EAGAIN && g >= 0)
+            g = FM_EAGAIN; /* a grant too small for a header: wait for space */
+        if (g != FM_EAGAIN && ep == S.server) {
+            /* The initiator is gone: its job ends without the reply. */
+            fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "reply to PE %d not sent: %s", pe,
+                           fm_strerror((int)g));
+            return;
+        }
+        if (g != FM_EAGAIN)
+            fmshmem_fatal("sending to PE %d: %s", pe, fm_strerror((int)g));
+        if (ep == S.client)
+            fmshmem_am_poll();
+        fm_wait(ep, 5);
+        uint64_t now = fm_now_ns();
+        if (ep == S.client && now - last_check > 100000000u) {
+            fmshmem_check_peers();
+            last_check = now;
+        }
+    } while (len > 0);
+}
+
+static void mark_dirty(int pe)
+{
+    if (!S.dirty[pe]) {
+        S.dirty[pe] = 1;
+        S.dirty_list[S.ndirty++] = pe;
+    }
+}
+
+static int pend_get(char *dst, size_t len, uint64_t *token)
+{
+    while (npend_free == 0)
+        fmshmem_wait_step(NULL);
+    int i = pend_free[--npend_free];
+    pend[i].dst = dst;
+    pend[i].total = pend[i].left = len;
+    pend[i].used = true;
+    pend[i].gen++;
+    outstanding++;
+    *token = (uint64_t)pend[i].gen << 32 | (uint32_t)i;
+    return i;
+}
+
+static void wait_pending(int i, uint32_t gen)
+{
+    uint64_t spins = 0;
+    while (pend[i].used && pend[i].gen == gen)
+        fmshmem_wait_step(&spins);
+}
+
+void fmshmem_am_put(int pe, enum seg s, uint64_t off, const void *src, size_t len)
+{
+    struct am_hdr h = {.op = AM_PUT, .seg = (uint8_t)s, .off = off};
+    send_msg(S.client, S.server_addr[pe], h, src, len, pe);
+    mark_dirty(pe);
+}
+
+void fmshmem_am_get(int pe, enum seg s, uint64_t off, void *dst, size_t len, bool blocking)
+{
+    for (size_t done = 0; done < len; done += GET_CHUNK) {
+        size_t n = FM_MIN(GET_CHUNK, len - done);
+        uint64_t token;
+        pend_get((char *)dst + done, n, &token);
+        struct am_hdr h = {.op = AM_GET, .seg = (uint8_t)s, .len = (uint32_t)n,
+                           .off = off + done, .token = token};
+        send_msg(S.client, S.server_addr[pe], h, NULL, 0, pe);
+    }
+    /* Waits for every get in flight, this one's chunks among them. */
+    if (blocking)
+        fmshmem_am_quiet_gets();
+}
+
+void fmshmem_am_amo(int pe, enum seg s, uint64_t off, enum amo_op op, int size, uint64_t value,
+                    uint64_t cond, void *fetch, bool blocking)
+{
+    uint64_t ops[2] = {value, cond};
+    struct am_hdr h = {.op = fetch ? AM_FAMO : AM_AMO, .seg = (uint8_t)s,
+                       .size = (uint8_t)size, .amo = (uint8_t)op, .off = off};
+    int i = -1;
+    if (fetch)
+        i = pend_get(fetch, (size_t)size, &h.token);
+    send_msg(S.client, S.server_addr[pe], h, ops, sizeof(ops), pe);
+    if (!fetch)
+        mark_dirty(pe);
+    else if (blocking)
+        wait_pending(i, (uint32_t)(h.token >> 32));
+}
+
+void fmshmem_am_quiet_gets(void)
+{
+    uint64_t spins = 0;
+    while (outstanding)
+        fmshmem_wait_step(&spins);
+}
+
+void fmshmem_am_quiet(void)
+{
+    for (int k = 0; k < S.ndirty; k++) {
+        int pe = S.dirty_list[k];
+        struct am_hdr h = {.op = AM_FLUSH};
+        send_msg(S.client, S.server_addr[pe], h, NULL, 0, pe);
+        flushes_due++;
+        S.dirty[pe] = 0;
+    }
+    S.ndirty = 0;
+    uint64_t spins = 0;
+    while (outstanding || flushes_due)
+        fmshmem_wait_step(&spins);
+}
+
+/* ---- receiving ---- */
+
+/* Copies `len` bytes at offset `at` of a received message out of its segments. */
+static void copy_out(void *to, const struct iovec *seg, int nseg, size_t at, size_t len)
+{
+    char *d = to;
+    for (int i = 0; i < nseg && len; i++) {
+        if (at >= seg[i].iov_len) {
+            at -= seg[i].iov_len;
+            continue;
+        }
+        size_t k = FM_MIN(len, seg[i].iov_len - at);
+        memcpy(d, (char *)seg[i].iov_base + at, k);
+        d += k;
+        len -= k;
+        at = 0;
+    }
+}
+
+static struct pending *reply_slot(uint64_t token)
+{
+    uint32_t i = (uint32_t)token;
+    if (i >= PENDING_MAX || !pend[i].used || pend[i].gen != (uint32_t)(token >> 32))
+        return NULL;
+    return &pend[i];
+}
+
+static void reply_done(struct pending *p)
+{
+    p->used = false;
+    pend_free[npend_free++] = (int)(p - pend);
+    outstanding--;
+}
+
+static void handle_reply(const struct iovec *seg, int nseg, size_t n)
+{
+    struct am_hdr h;
+    if (n < sizeof(h)) {
+        counted_bad++;
+        return;
+    }
+    copy_out(&h, seg, nseg, 0, sizeof(h));
+    if (h.op == AM_FLUSH_REP) {
+        if (flushes_due)
+            flushes_due--;
+        return;
+    }
+    struct pending *p = reply_slot(h.token);
+    size_t len = n - sizeof(h);
+    if (!p || (h.op != AM_GET_REP && h.op != AM_FAMO_REP) || h.len != len ||
+        h.off > p->total || len > p->total - h.off || len > p->left) {
+        counted_bad++;
+        fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "dropped a malformed reply (%llu so far)",
+                       (unsigned long long)counted_bad);
+        return;
+    }
+    /* Replies of one get arrive in order: off counts from the chunk's start. */
+    copy_out(p->dst + h.off, seg, nseg, sizeof(h), len);
+    p->left -= len;
+    if (!p->left)
+        reply_done(p);
+}
+
+void fmshmem_am_poll(void)
+{
+    if (!S.client || !S.any_remote)
+        return;
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    ssize_t n;
+    while ((n = fm_recv(S.client, seg, &nseg, &src)) != FM_EAGAIN) {
+        if (n == FM_EPEERLOST) {
+            if (!S.finalized)
+                fmshmem_check_peers();
+            continue;
+        }
+        if (n < 0)
+            fmshmem_fatal("receiving: %s", fm_strerror((int)n));
+        handle_reply(seg, nseg, (size_t)n);
+        fm_recv_done(S.client);
+    }
+}
+
+/* ---- the server thread ---- */
+
+static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
+{
+    struct am_hdr h;
+    if (n < sizeof(h) || pe < 0 || pe >= S.npes) {
+        counted_bad++;
+        return;
+    }
+    copy_out(&h, seg, nseg, 0, sizeof(h));
+    size_t len = n - sizeof(h);
+    size_t span = h.op == AM_PUT ? len : h.op == AM_GET ? h.len : h.size;
+    if (h.op == AM_FLUSH) {
+        struct am_hdr r = {.op = AM_FLUSH_REP};
+        send_msg(S.server, S.client_addr[pe], r, NULL, 0, pe);
+        return;
+    }
+    bool amo = h.op == AM_AMO || h.op == AM_FAMO;
+    if (h.seg >= SEG_COUNT || h.off > S.seg[h.seg].size || span > S.seg[h.seg].size - h.off ||
+        (h.op == AM_PUT && h.len != len) || (amo && ((h.size != 4 && h.size != 8) ||
+                                                     h.off % h.size || len != 16)) ||
+        (h.op != AM_PUT && h.op != AM_GET && !amo)) {
+        counted_bad++;
+        fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "dropped a malformed request from PE %d", pe);
+        return;
+    }
+    char *at = S.seg[h.seg].base + h.off;
+    if (h.op == AM_PUT) {
+        copy_out(at, seg, nseg, sizeof(h), len);
+    } else if (h.op == AM_GET) {
+        struct am_hdr r = {.op = AM_GET_REP, .off = 0, .token = h.token};
+        send_msg(S.server, S.client_addr[pe], r, at, h.len, pe);
+    } else {
+        uint64_t ops[2];
+        copy_out(ops, seg, nseg, sizeof(h), sizeof(ops));
+        uint64_t old = fmshmem_amo_apply(at, (enum amo_op)h.amo, h.size, ops[0], ops[1]);
+        if (h.op == AM_FAMO) {
+            struct am_hdr r = {.op = AM_FAMO_REP, .token = h.token};
+            send_msg(S.server, S.client_addr[pe], r, &old, h.size, pe);
+        }
+    }
+}
+
+static void *server_main(void *arg)
+{
+    (void)arg;
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    while (!atomic_load_explicit(&S.server_stop, memory_order_acquire)) {
+        ssize_t n = fm_recv(S.server, seg, &nseg, &src);
+        if (n == FM_EAGAIN) {
+            fm_wait(S.server, 50);
+            continue;
+        }
+        if (n < 0)
+            continue; /* a lost peer: the application thread ends the job */
+        serve(seg, nseg, (size_t)n, fm_addr_rank(S.ctx, src));
+        fm_recv_done(S.server);
+    }
+    return NULL;
+}
+
+int fmshmem_am_init(void)
+{
+    S.server_addr = calloc((size_t)S.npes, sizeof(fm_addr));
+    S.client_addr = calloc((size_t)S.npes, sizeof(fm_addr));
+    S.dirty = calloc((size_t)S.npes, 1);
+    S.dirty_list = calloc((size_t)S.npes, sizeof(int));
+    if (!S.server_addr || !S.client_addr || !S.dirty || !S.dirty_list)
+        return -1;
+    for (int pe = 0; pe < S.npes; pe++) {
+        S.server_addr[pe] = fm_addr_of(S.ctx, pe, CH_SERVER);
+        S.client_addr[pe] = fm_addr_of(S.ctx, pe, CH_CLIENT);
+    }
+    for (int i = 0; i < PENDING_MAX; i++)
+        pend_free[i] = PENDING_MAX - 1 - i;
+    npend_free = PENDING_MAX;
+    int rc = fm_ep_open(S.ctx, CH_SERVER, &S.server);
+    if (rc) {
+        fm_error(SUBSYS, "cannot open the server endpoint: %s", fm_strerror(rc));
+        return -1;
+    }
+    atomic_store(&S.server_stop, 0);
+    if (pthread_create(&S.server_thread, NULL, server_main, NULL) != 0) {
+        fm_ep_close(S.server);
+        return -1;
+    }
+    return 0;
+}
+
+void fmshmem_am_fini(void)
+{
+    atomic_store_explicit(&S.server_stop, 1, memory_order_release);
+    pthread_join(S.server_thread, NULL);
+    fm_ep_close(S.server);
+    free(S.server_addr);
+    free(S.client_addr);
+    free(S.dirty);
+    free(S.dirty_list);
+}
