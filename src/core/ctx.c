@@ -245,7 +245,7 @@ int fm_addr_rank(const fm_ctx *ctx, fm_addr addr)
 void fm_ctx_peer_gone(fm_ctx *ctx, int rank, int state)
 {
     struct fm_peer *p = fm_peer_at(ctx, rank);
-    if (p->state != FM_PEER_UP)
+    if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) != FM_PEER_UP)
         return;
     __atomic_store_n(&p->state, (uint8_t)state, __ATOMIC_RELEASE);
     if (state == FM_PEER_FAILED) {

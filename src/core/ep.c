@@ -544,7 +544,8 @@ ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
     int rc = route_for_send(ep, dst, &rt);
     if (fm_unlikely(rc))
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (fm_unlikely(fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state != FM_PEER_UP))
+    if (fm_unlikely(__atomic_load_n(&fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state,
+                                    __ATOMIC_RELAXED) != FM_PEER_UP))
         return peer_down(ep->ctx, dst);
     ssize_t n = fm_likely(rt->direct) ? direct_send(ep, rt, iov, iovcnt, total)
                                       : rt->link->send(ep, rt, iov, iovcnt, total);
@@ -564,7 +565,8 @@ ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
     int rc = route_for_send(ep, dst, &rt);
     if (rc)
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state != FM_PEER_UP)
+    if (__atomic_load_n(&fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state, __ATOMIC_RELAXED) !=
+        FM_PEER_UP)
         return peer_down(ep->ctx, dst);
     void *p;
     ssize_t n = rt->direct ? direct_grant(ep, rt, len, &p) : rt->link->grant(ep, rt, len, &p);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Gets larger than this are split into several requests in flight. */
 #define GET_CHUNK ((size_t)1 << 20)
@@ -43,6 +44,26 @@ static size_t flushes_due;
 
 static uint64_t counted_bad; /* malformed requests or replies, dropped */
 
+/* Who serves the server endpoint: whoever holds serve_lock. The server
+ * thread holds it while it sleeps in fm_wait; while the application thread
+ * waits (main_polling), the server thread parks and the application thread
+ * serves from its waiting loop, so a target inside the library answers
+ * without a thread wake-up, and one that computes answers after one. */
+static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static _Atomic int main_polling, server_parked;
+static _Thread_local bool on_server_thread;
+
+/* Copies data between a segment and a message. The server thread does it
+ * while the application thread may touch the same bytes: their ordering is
+ * the program's, made through other PEs (a barrier, a flag), which a race
+ * detector cannot see; tests/tsan.supp names this function. */
+__attribute__((noinline)) static void am_data_copy(void *to, const void *from, size_t n)
+{
+    memcpy(to, from, n);
+}
+
 /* ---- sending ---- */
 
 /* Sends one message: header and payload, the payload as a series of
@@ -62,7 +83,8 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
             if (payload)
                 h.len = (uint32_t)take; /* else len is the request's (a get's size) */
             memcpy(buf, &h, sizeof(h));
-            memcpy((char *)buf + sizeof(h), p, take);
+            if (take)
+                am_data_copy((char *)buf + sizeof(h), p, take);
             fm_send_commit(ep, sizeof(h) + take);
             p += take;
             len -= take;
@@ -79,11 +101,14 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
         }
         if (g != FM_EAGAIN)
             fmshmem_fatal("sending to PE %d: %s", pe, fm_strerror((int)g));
-        if (ep == S.client)
+        /* The application thread takes replies while it waits, even when
+         * it sends as the server: two PEs serving each other's gets must
+         * not wait on each other's full reply rings. */
+        if (!on_server_thread)
             fmshmem_am_poll();
         fm_wait(ep, 5);
         uint64_t now = fm_now_ns();
-        if (ep == S.client && now - last_check > 100000000u) {
+        if (!on_server_thread && now - last_check > 100000000u) {
             fmshmem_check_peers();
             last_check = now;
         }
@@ -100,8 +125,7 @@ static void mark_dirty(int pe)
 
 static int pend_get(char *dst, size_t len, uint64_t *token)
 {
-    while (npend_free == 0)
-        fmshmem_wait_step(NULL);
+    FMSHMEM_WAIT_WHILE(npend_free == 0);
     int i = pend_free[--npend_free];
     pend[i].dst = dst;
     pend[i].total = pend[i].left = len;
@@ -114,9 +138,7 @@ static int pend_get(char *dst, size_t len, uint64_t *token)
 
 static void wait_pending(int i, uint32_t gen)
 {
-    uint64_t spins = 0;
-    while (pend[i].used && pend[i].gen == gen)
-        fmshmem_wait_step(&spins);
+    FMSHMEM_WAIT_WHILE(pend[i].used && pend[i].gen == gen);
 }
 
 void fmshmem_am_put(int pe, enum seg s, uint64_t off, const void *src, size_t len)
@@ -159,9 +181,7 @@ void fmshmem_am_amo(int pe, enum seg s, uint64_t off, enum amo_op op, int size, 
 
 void fmshmem_am_quiet_gets(void)
 {
-    uint64_t spins = 0;
-    while (outstanding)
-        fmshmem_wait_step(&spins);
+    FMSHMEM_WAIT_WHILE(outstanding);
 }
 
 void fmshmem_am_quiet(void)
@@ -174,9 +194,7 @@ void fmshmem_am_quiet(void)
         S.dirty[pe] = 0;
     }
     S.ndirty = 0;
-    uint64_t spins = 0;
-    while (outstanding || flushes_due)
-        fmshmem_wait_step(&spins);
+    FMSHMEM_WAIT_WHILE(outstanding || flushes_due);
 }
 
 /* ---- receiving ---- */
@@ -191,7 +209,7 @@ static void copy_out(void *to, const struct iovec *seg, int nseg, size_t at, siz
             continue;
         }
         size_t k = FM_MIN(len, seg[i].iov_len - at);
-        memcpy(d, (char *)seg[i].iov_base + at, k);
+        am_data_copy(d, (char *)seg[i].iov_base + at, k);
         d += k;
         len -= k;
         at = 0;
@@ -306,23 +324,75 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
     }
 }
 
+/* Serves up to `max` requests waiting at the server endpoint (serve_lock held). */
+static int drain(int max)
+{
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg, n = 0;
+    fm_addr src;
+    for (; n < max; n++) {
+        ssize_t len = fm_recv(S.server, seg, &nseg, &src);
+        if (len == FM_EAGAIN)
+            break;
+        if (len < 0)
+            continue; /* a lost peer: the application thread ends the job */
+        serve(seg, nseg, (size_t)len, fm_addr_rank(S.ctx, src));
+        fm_recv_done(S.server);
+    }
+    return n;
+}
+
+void fmshmem_am_serve_inline(void)
+{
+    atomic_store(&main_polling, 1);
+    if (pthread_mutex_trylock(&serve_lock) == 0) {
+        drain(32);
+        pthread_mutex_unlock(&serve_lock);
+    }
+}
+
+void fmshmem_am_wait_end(void)
+{
+    atomic_store(&main_polling, 0);
+    if (atomic_load(&server_parked)) {
+        pthread_mutex_lock(&park_lock);
+        pthread_cond_signal(&park_cond);
+        pthread_mutex_unlock(&park_lock);
+    }
+}
+
+static bool stopping(void) { return atomic_load_explicit(&S.server_stop, memory_order_acquire); }
+
 static void *server_main(void *arg)
 {
     (void)arg;
-    struct iovec seg[FM_SEGS_MAX];
-    int nseg;
-    fm_addr src;
-    while (!atomic_load_explicit(&S.server_stop, memory_order_acquire)) {
-        ssize_t n = fm_recv(S.server, seg, &nseg, &src);
-        if (n == FM_EAGAIN) {
-            fm_wait(S.server, 50);
+    on_server_thread = true;
+    pthread_mutex_lock(&serve_lock);
+    while (!stopping()) {
+        if (drain(64))
+            continue;
+        if (atomic_load(&main_polling)) {
+            pthread_mutex_unlock(&serve_lock);
+            pthread_mutex_lock(&park_lock);
+            atomic_store(&server_parked, 1);
+            while (atomic_load(&main_polling) && !stopping()) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 10000000; /* a safety net: waking is the waiter's job */
+                if (ts.tv_nsec >= 1000000000) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&park_cond, &park_lock, &ts);
+            }
+            atomic_store(&server_parked, 0);
+            pthread_mutex_unlock(&park_lock);
+            pthread_mutex_lock(&serve_lock);
             continue;
         }
-        if (n < 0)
-            continue; /* a lost peer: the application thread ends the job */
-        serve(seg, nseg, (size_t)n, fm_addr_rank(S.ctx, src));
-        fm_recv_done(S.server);
+        fm_wait(S.server, 50);
     }
+    pthread_mutex_unlock(&serve_lock);
     return NULL;
 }
 
@@ -357,6 +427,9 @@ int fmshmem_am_init(void)
 void fmshmem_am_fini(void)
 {
     atomic_store_explicit(&S.server_stop, 1, memory_order_release);
+    pthread_mutex_lock(&park_lock);
+    pthread_cond_signal(&park_cond);
+    pthread_mutex_unlock(&park_lock);
     pthread_join(S.server_thread, NULL);
     fm_ep_close(S.server);
     free(S.server_addr);

@@ -22,18 +22,26 @@
 
 void fmshmem_wait_step(uint64_t *spins)
 {
-    uint64_t local = 0;
-    if (!spins)
-        spins = &local;
     uint64_t n = (*spins)++;
-    if (S.any_remote)
+    bool napping = n >= S.spin_before_yield + YIELDS_BEFORE_NAP;
+    if (S.any_remote) {
+        /* Moves the network along (our sends, arriving acks, replies and
+         * requests) without waiting for the server thread to wake. */
+        fm_progress(S.ctx);
         fmshmem_am_poll();
+        /* A napping thread would hold requests up: the server thread
+         * serves again from the first nap on. */
+        if (!napping)
+            fmshmem_am_serve_inline();
+        else if (n == S.spin_before_yield + YIELDS_BEFORE_NAP)
+            fmshmem_am_wait_end();
+    }
     if (n < S.spin_before_yield) {
         fm_cpu_relax();
         return;
     }
     static uint64_t last_check;
-    if (n - S.spin_before_yield < YIELDS_BEFORE_NAP) {
+    if (!napping) {
         sched_yield();
     } else {
         struct timespec ts = {0, NAP_NS};
@@ -46,6 +54,12 @@ void fmshmem_wait_step(uint64_t *spins)
             fmshmem_check_peers();
         }
     }
+}
+
+void fmshmem_wait_end(uint64_t spins)
+{
+    if (spins && S.any_remote)
+        fmshmem_am_wait_end();
 }
 
 void shmem_fence(void)
@@ -76,9 +90,7 @@ void fmshmem_set_sync(int start, int stride, int size, int my_index, long *psync
     for (int r = 0, d = 1; d < size; r++, d <<= 1) {
         int partner = start + ((my_index + d) % size) * stride;
         fmshmem_amo(&psync[r], partner, AMO_ADD, sizeof(long), 1, 0, false, "barrier");
-        uint64_t spins = 0;
-        while (__atomic_load_n(&psync[r], __ATOMIC_ACQUIRE) == 0)
-            fmshmem_wait_step(&spins);
+        FMSHMEM_WAIT_WHILE(__atomic_load_n(&psync[r], __ATOMIC_ACQUIRE) == 0);
         __atomic_fetch_sub(&psync[r], 1, __ATOMIC_ACQ_REL);
     }
 }
@@ -158,9 +170,7 @@ static void check_cmp(int cmp, const char *what)
     void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value)                                 \
     {                                                                                          \
         check_cmp(cmp, "shmem_wait_until");                                                    \
-        uint64_t spins = 0;                                                                    \
-        while (!N##_ok(ivar, cmp, cmp_value))                                                  \
-            fmshmem_wait_step(&spins);                                                         \
+        FMSHMEM_WAIT_WHILE(!N##_ok(ivar, cmp, cmp_value));                                     \
     }                                                                                          \
     int shmem_##N##_test(T *ivar, int cmp, T cmp_value)                                        \
     {                                                                                          \
@@ -212,17 +222,13 @@ static void check_cmp(int cmp, const char *what)
                                     T cmp_value)                                               \
     {                                                                                          \
         check_cmp(cmp, "shmem_wait_until_all");                                                \
-        uint64_t spins = 0;                                                                    \
-        while (!N##_all(ivars, nelems, status, cmp, NULL, cmp_value))                          \
-            fmshmem_wait_step(&spins);                                                         \
+        FMSHMEM_WAIT_WHILE(!N##_all(ivars, nelems, status, cmp, NULL, cmp_value));             \
     }                                                                                          \
     void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems, const int *status,         \
                                            int cmp, T *cmp_values)                             \
     {                                                                                          \
         check_cmp(cmp, "shmem_wait_until_all_vector");                                         \
-        uint64_t spins = 0;                                                                    \
-        while (!N##_all(ivars, nelems, status, cmp, cmp_values, 0))                            \
-            fmshmem_wait_step(&spins);                                                         \
+        FMSHMEM_WAIT_WHILE(!N##_all(ivars, nelems, status, cmp, cmp_values, 0));               \
     }                                                                                          \
     int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status, int cmp,              \
                              T cmp_value)                                                      \
@@ -239,17 +245,15 @@ static void check_cmp(int cmp, const char *what)
     static size_t N##_any(T *ivars, size_t nelems, const int *status, int cmp, const T *vals,  \
                           T val, bool wait)                                                    \
     {                                                                                          \
+        size_t first = SIZE_MAX;                                                               \
         if (N##_active(nelems, status) == 0)                                                   \
-            return SIZE_MAX;                                                                   \
-        uint64_t spins = 0;                                                                    \
-        for (;;) {                                                                             \
-            size_t first = SIZE_MAX;                                                           \
-            if (N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first, NULL))           \
-                return first;                                                                  \
-            if (!wait)                                                                         \
-                return SIZE_MAX;                                                               \
-            fmshmem_wait_step(&spins);                                                         \
-        }                                                                                      \
+            return first;                                                                      \
+        if (wait)                                                                              \
+            FMSHMEM_WAIT_WHILE(!N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first,  \
+                                         NULL));                                               \
+        else                                                                                   \
+            N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first, NULL);               \
+        return first;                                                                          \
     }                                                                                          \
     size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp,     \
                                       T cmp_value)                                             \
@@ -278,15 +282,15 @@ static void check_cmp(int cmp, const char *what)
     static size_t N##_some(T *ivars, size_t nelems, size_t *indices, const int *status,        \
                            int cmp, const T *vals, T val, bool wait)                           \
     {                                                                                          \
+        size_t n = 0;                                                                          \
         if (N##_active(nelems, status) == 0)                                                   \
             return 0;                                                                          \
-        uint64_t spins = 0;                                                                    \
-        for (;;) {                                                                             \
-            size_t n = N##_scan(ivars, nelems, status, cmp, vals, val, indices, NULL, NULL);   \
-            if (n || !wait)                                                                    \
-                return n;                                                                      \
-            fmshmem_wait_step(&spins);                                                         \
-        }                                                                                      \
+        if (wait)                                                                              \
+            FMSHMEM_WAIT_WHILE((n = N##_scan(ivars, nelems, status, cmp, vals, val, indices,   \
+                                             NULL, NULL)) == 0);                               \
+        else                                                                                   \
+            n = N##_scan(ivars, nelems, status, cmp, vals, val, indices, NULL, NULL);          \
+        return n;                                                                              \
     }                                                                                          \
     size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices,               \
                                        const int *status, int cmp, T cmp_value)                \
@@ -339,10 +343,8 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
 void shmem_set_lock(long *lock)
 {
     uint64_t t = fmshmem_amo(lock, 0, AMO_ADD, 8, TICKET, 0, true, "shmem_set_lock") >> 32;
-    uint64_t spins = 0;
-    while ((uint32_t)fmshmem_amo(lock, 0, AMO_FETCH, 8, 0, 0, true, "shmem_set_lock") !=
-           (uint32_t)t)
-        fmshmem_wait_step(&spins);
+    FMSHMEM_WAIT_WHILE((uint32_t)fmshmem_amo(lock, 0, AMO_FETCH, 8, 0, 0, true,
+                                             "shmem_set_lock") != (uint32_t)t);
 }
 
 int shmem_test_lock(long *lock)
