@@ -44,15 +44,18 @@ static size_t flushes_due;
 
 static uint64_t counted_bad; /* malformed requests or replies, dropped */
 
-/* Who serves the server endpoint: whoever holds serve_lock. The server
- * thread holds it while it sleeps in fm_wait; while the application thread
- * waits (main_polling), the server thread parks and the application thread
- * serves from its waiting loop, so a target inside the library answers
- * without a thread wake-up, and one that computes answers after one. */
+/* Who serves the server endpoint: whoever holds serve_lock. While the
+ * application thread waits in the library it serves from its waiting loop
+ * (last_poll: when it last did), so a target inside the library answers
+ * without a thread wake-up, and the server thread parks. The server thread
+ * takes over, sleeping in fm_wait, when the application thread starts to
+ * nap in a long wait (it says so), or PARK_NS after it last polled (it went
+ * back to computing): a computing target answers after one wake-up. */
+#define PARK_NS 200000
 static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
-static _Atomic int main_polling, server_parked;
+static _Atomic uint64_t last_poll;
 static _Thread_local bool on_server_thread;
 
 /* Copies data between a segment and a message. The server thread does it
@@ -344,21 +347,34 @@ static int drain(int max)
 
 void fmshmem_am_serve_inline(void)
 {
-    atomic_store(&main_polling, 1);
+    atomic_store_explicit(&last_poll, fm_now_ns(), memory_order_relaxed);
     if (pthread_mutex_trylock(&serve_lock) == 0) {
         drain(32);
         pthread_mutex_unlock(&serve_lock);
     }
 }
 
-void fmshmem_am_wait_end(void)
+void fmshmem_am_hand_over(void)
 {
-    atomic_store(&main_polling, 0);
-    if (atomic_load(&server_parked)) {
-        pthread_mutex_lock(&park_lock);
-        pthread_cond_signal(&park_cond);
-        pthread_mutex_unlock(&park_lock);
+    atomic_store_explicit(&last_poll, 0, memory_order_relaxed);
+    pthread_mutex_lock(&park_lock);
+    pthread_cond_signal(&park_cond);
+    pthread_mutex_unlock(&park_lock);
+}
+
+/* Sleeps up to PARK_NS or until the application thread hands over. */
+static void park(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += PARK_NS;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
     }
+    pthread_mutex_lock(&park_lock);
+    pthread_cond_timedwait(&park_cond, &park_lock, &ts);
+    pthread_mutex_unlock(&park_lock);
 }
 
 static bool stopping(void) { return atomic_load_explicit(&S.server_stop, memory_order_acquire); }
@@ -371,22 +387,10 @@ static void *server_main(void *arg)
     while (!stopping()) {
         if (drain(64))
             continue;
-        if (atomic_load(&main_polling)) {
+        uint64_t polled = atomic_load_explicit(&last_poll, memory_order_relaxed);
+        if (fm_now_ns() - polled < PARK_NS) {
             pthread_mutex_unlock(&serve_lock);
-            pthread_mutex_lock(&park_lock);
-            atomic_store(&server_parked, 1);
-            while (atomic_load(&main_polling) && !stopping()) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 10000000; /* a safety net: waking is the waiter's job */
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
-                pthread_cond_timedwait(&park_cond, &park_lock, &ts);
-            }
-            atomic_store(&server_parked, 0);
-            pthread_mutex_unlock(&park_lock);
+            park();
             pthread_mutex_lock(&serve_lock);
             continue;
         }
@@ -427,9 +431,7 @@ int fmshmem_am_init(void)
 void fmshmem_am_fini(void)
 {
     atomic_store_explicit(&S.server_stop, 1, memory_order_release);
-    pthread_mutex_lock(&park_lock);
-    pthread_cond_signal(&park_cond);
-    pthread_mutex_unlock(&park_lock);
+    fmshmem_am_hand_over();
     pthread_join(S.server_thread, NULL);
     fm_ep_close(S.server);
     free(S.server_addr);

@@ -164,8 +164,8 @@ void fmshmem_am_quiet_gets(void);
 void fmshmem_am_poll(void);
 /* The application thread waits: it serves requests itself while it can. */
 void fmshmem_am_serve_inline(void);
-/* It stopped waiting: the server thread serves again. */
-void fmshmem_am_wait_end(void);
+/* It is about to nap: the server thread serves from now on. */
+void fmshmem_am_hand_over(void);
 
 /* Applies an atomic to local memory; returns the old value. Shared by the
  * on-node path and the server thread, so both are atomic with each other. */
@@ -174,16 +174,14 @@ uint64_t fmshmem_amo_apply(void *p, enum amo_op op, int size, uint64_t value, ui
 /* ---- sync.c ---- */
 /* A waiting loop of the application thread. Each step spins, yields or
  * naps, takes replies, and serves requests for the server thread (which
- * then need no wake-up); the end hands serving back to the server thread. */
+ * then needs no wake-up). */
 #define FMSHMEM_WAIT_WHILE(cond)                                                               \
     do {                                                                                       \
         uint64_t spins_ = 0;                                                                   \
         while (cond)                                                                           \
             fmshmem_wait_step(&spins_);                                                        \
-        fmshmem_wait_end(spins_);                                                              \
     } while (0)
 void fmshmem_wait_step(uint64_t *spins);
-void fmshmem_wait_end(uint64_t spins);
 /* Dissemination barrier over the members of a set, counters in psync (a
  * symmetric array of at least log2(size) longs). */
 void fmshmem_set_sync(int start, int stride, int size, int my_index, long *psync);

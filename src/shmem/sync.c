@@ -25,16 +25,15 @@ void fmshmem_wait_step(uint64_t *spins)
     uint64_t n = (*spins)++;
     bool napping = n >= S.spin_before_yield + YIELDS_BEFORE_NAP;
     if (S.any_remote) {
-        /* Moves the network along (our sends, arriving acks, replies and
-         * requests) without waiting for the server thread to wake. */
+        /* Moves the network along (our sends, arriving acks, replies) and
+         * serves requests without waking the server thread; a napping
+         * thread would hold requests up, so the server thread serves then. */
         fm_progress(S.ctx);
         fmshmem_am_poll();
-        /* A napping thread would hold requests up: the server thread
-         * serves again from the first nap on. */
         if (!napping)
             fmshmem_am_serve_inline();
         else if (n == S.spin_before_yield + YIELDS_BEFORE_NAP)
-            fmshmem_am_wait_end();
+            fmshmem_am_hand_over();
     }
     if (n < S.spin_before_yield) {
         fm_cpu_relax();
@@ -54,12 +53,6 @@ void fmshmem_wait_step(uint64_t *spins)
             fmshmem_check_peers();
         }
     }
-}
-
-void fmshmem_wait_end(uint64_t spins)
-{
-    if (spins && S.any_remote)
-        fmshmem_am_wait_end();
 }
 
 void shmem_fence(void)
