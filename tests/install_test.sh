@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, then builds the API guide's
-# ping-pong example the way a user would (pkg-config) and runs it.
+# ping-pong example and the OpenSHMEM example the way a user would
+# (pkg-config, oshcc) and runs them.
 #   install_test.sh BUILD_DIR SOURCE_DIR [SANITIZERS]
 # (a sanitized library needs its runtime linked into the program as well)
 set -eu
@@ -28,4 +29,18 @@ cc -Wall -Wextra -Werror $san "$src/examples/pingpong.c" $(pkg-config --cflags -
 out=$("$prefix/bin/fmrun" -n 2 "$prefix/pingpong")
 [ "$out" = "$(printf 'pong\npong\npong')" ] || { echo "FAIL: example printed: $out" >&2; exit 1; }
 "$prefix/bin/fm_info" | grep -q "FM_SHM_RING_SIZE" || { echo "FAIL: fm_info" >&2; exit 1; }
+# OpenSHMEM: the example built with the installed oshcc and with pkg-config,
+# run with oshrun.
+for f in include/shmem.h lib/libfmshmem.so lib/pkgconfig/fastmsg-shmem.pc bin/oshcc bin/oshrun; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
+done
+"$prefix/bin/oshcc" -Wall -Werror $san "$src/examples/shmem_ring.c" -o "$prefix/ring"
+# shellcheck disable=SC2046
+cc -Wall -Werror $san "$src/examples/shmem_ring.c" $(pkg-config --cflags --libs fastmsg-shmem) \
+   -o "$prefix/ring_pc"
+for prog in ring ring_pc; do
+  out=$("$prefix/bin/oshrun" -np 3 "$prefix/$prog" | sort)
+  want=$(printf 'PE 0 of 3: from PE 2\nPE 1 of 3: from PE 0\nPE 2 of 3: from PE 1\narrived: 3')
+  [ "$out" = "$want" ] || { echo "FAIL: $prog printed: $out" >&2; exit 1; }
+done
 echo "install: ok"

@@ -4,10 +4,11 @@
 #       bad use ends the job with one clear line: a PE out of range, an
 #       address that is not symmetric, an exhausted heap, a PE that dies
 #       (on this node, and across the network with the server threads)
-#   shmem_test.sh netns FMRUN PROGRAM...
+#   [ERRORS=ERRORS_PROGRAM] shmem_test.sh netns FMRUN PROGRAM...
 #       each program across two hosts made of network namespaces, 2 PEs on
 #       each (half of every PE's peers on its node, half across the
-#       network), over one rail and over two
+#       network), over one rail and over two; with ERRORS, a PE of one host
+#       killed in a barrier
 # Creates what it needs and removes it after; fails if anything is left in
 # /dev/shm.
 set -u
@@ -72,12 +73,21 @@ netns)
   trap rails_ns_down EXIT
   rails_ns_up || { echo "SKIP: cannot create network namespaces here"; exit 77; }
   launch=(--hosts "$A,$B" --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254")
-  for prog in "$@"; do
-    check "$(basename "$prog"): 4 PEs on 2 hosts, one rail" \
-      env FM_RAILS="$(rails_spec 0)" FM_LOG=error timeout 300 "$FMRUN" "${launch[@]}" -n 4 "$prog"
+  for rails in "0" "0 1"; do
+    for prog in "$@"; do
+      # shellcheck disable=SC2086
+      check "$(basename "$prog"): 4 PEs on 2 hosts, rails $rails" \
+        env FM_RAILS="$(rails_spec $rails)" FM_LOG=error timeout 300 "$FMRUN" "${launch[@]}" \
+        -n 4 "$prog"
+    done
   done
-  check "$(basename "$1"): 4 PEs on 2 hosts, two rails" \
-    env FM_RAILS="$(rails_spec 0 1)" FM_LOG=error timeout 300 "$FMRUN" "${launch[@]}" -n 4 "$1"
+  if [ -n "${ERRORS:-}" ]; then
+    # PE 3 (host B) dies in a barrier: PE 2 sees it on its node, PEs 0 and 1
+    # through the network's timeout; all end naming it.
+    check "a dead PE on another host: the others end with its number" \
+      expect die-hosts fail "PE 3 died" FM_RAILS="$(rails_spec 0)" FM_LOG=error \
+      FM_NET_TIMEOUT_MS=1000 -- "$FMRUN" --keep-going "${launch[@]}" -n 4 "$ERRORS" die
+  fi
   ;;
 *)
   echo "usage: shmem_test.sh errors|netns FMRUN PROGRAM..." >&2

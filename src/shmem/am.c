@@ -42,7 +42,6 @@ static int pend_free[PENDING_MAX], npend_free;
 static size_t outstanding; /* requests whose replies are due */
 static size_t flushes_due;
 
-static uint64_t counted_bad; /* malformed requests or replies, dropped */
 
 /* Who serves the server endpoint: whoever holds serve_lock. While the
  * application thread waits in the library it serves from its waiting loop
@@ -79,23 +78,19 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
     const char *p = payload;
     uint64_t last_check = 0;
     do {
-        void *buf;
-        ssize_t g = fm_send_prepare(ep, dst, sizeof(h) + len, &buf);
-        if (g >= (ssize_t)sizeof(h) && (g > (ssize_t)sizeof(h) || len == 0)) {
+        /* The payload's length is the message's less the header: the ring
+         * may take a prefix, and the rest follows at its offset. */
+        struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)p, len}};
+        ssize_t g = fm_send(ep, dst, iov, len ? 2 : 1);
+        if (g >= (ssize_t)sizeof(h)) {
             size_t take = (size_t)g - sizeof(h);
-            if (payload)
-                h.len = (uint32_t)take; /* else len is the request's (a get's size) */
-            memcpy(buf, &h, sizeof(h));
-            if (take)
-                am_data_copy((char *)buf + sizeof(h), p, take);
-            fm_send_commit(ep, sizeof(h) + take);
             p += take;
             len -= take;
             h.off += take;
             continue;
         }
-        if (g != FM_EAGAIN && g >= 0)
-            g = FM_EAGAIN; /* a grant too small for a header: wait for space */
+        if (g >= 0)
+            fmshmem_fatal("fastmsg took %zd bytes of a %zu-byte header", g, sizeof(h));
         if (g != FM_EAGAIN && ep == S.server) {
             /* The initiator is gone: its job ends without the reply. */
             fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "reply to PE %d not sent: %s", pe,
@@ -202,6 +197,16 @@ void fmshmem_am_quiet(void)
 
 /* ---- receiving ---- */
 
+/* Messages come from this job's PEs over an authenticated, ordered session:
+ * one that does not parse is a bug or a mix of library versions, and
+ * skipping it would leave its initiator waiting for ever. */
+static _Noreturn void malformed(const char *what, int pe)
+{
+    if (pe >= 0)
+        fmshmem_fatal("%s from PE %d does not parse (another libfmshmem version?)", what, pe);
+    fmshmem_fatal("%s does not parse (another libfmshmem version?)", what);
+}
+
 /* Copies `len` bytes at offset `at` of a received message out of its segments. */
 static void copy_out(void *to, const struct iovec *seg, int nseg, size_t at, size_t len)
 {
@@ -237,10 +242,8 @@ static void reply_done(struct pending *p)
 static void handle_reply(const struct iovec *seg, int nseg, size_t n)
 {
     struct am_hdr h;
-    if (n < sizeof(h)) {
-        counted_bad++;
-        return;
-    }
+    if (n < sizeof(h))
+        malformed("a reply", -1);
     copy_out(&h, seg, nseg, 0, sizeof(h));
     if (h.op == AM_FLUSH_REP) {
         if (flushes_due)
@@ -249,13 +252,9 @@ static void handle_reply(const struct iovec *seg, int nseg, size_t n)
     }
     struct pending *p = reply_slot(h.token);
     size_t len = n - sizeof(h);
-    if (!p || (h.op != AM_GET_REP && h.op != AM_FAMO_REP) || h.len != len ||
-        h.off > p->total || len > p->total - h.off || len > p->left) {
-        counted_bad++;
-        fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "dropped a malformed reply (%llu so far)",
-                       (unsigned long long)counted_bad);
-        return;
-    }
+    if (!p || (h.op != AM_GET_REP && h.op != AM_FAMO_REP) || h.off > p->total ||
+        len > p->total - h.off || len > p->left)
+        malformed("a reply", -1);
     /* Replies of one get arrive in order: off counts from the chunk's start. */
     copy_out(p->dst + h.off, seg, nseg, sizeof(h), len);
     p->left -= len;
@@ -289,10 +288,8 @@ void fmshmem_am_poll(void)
 static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
 {
     struct am_hdr h;
-    if (n < sizeof(h) || pe < 0 || pe >= S.npes) {
-        counted_bad++;
-        return;
-    }
+    if (n < sizeof(h) || pe < 0 || pe >= S.npes)
+        malformed("a request", pe);
     copy_out(&h, seg, nseg, 0, sizeof(h));
     size_t len = n - sizeof(h);
     size_t span = h.op == AM_PUT ? len : h.op == AM_GET ? h.len : h.size;
@@ -303,13 +300,9 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
     }
     bool amo = h.op == AM_AMO || h.op == AM_FAMO;
     if (h.seg >= SEG_COUNT || h.off > S.seg[h.seg].size || span > S.seg[h.seg].size - h.off ||
-        (h.op == AM_PUT && h.len != len) || (amo && ((h.size != 4 && h.size != 8) ||
-                                                     h.off % h.size || len != 16)) ||
-        (h.op != AM_PUT && h.op != AM_GET && !amo)) {
-        counted_bad++;
-        fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "dropped a malformed request from PE %d", pe);
-        return;
-    }
+        (amo && ((h.size != 4 && h.size != 8) || h.off % h.size || len != 16)) ||
+        (h.op != AM_PUT && h.op != AM_GET && !amo))
+        malformed("a request", pe);
     char *at = S.seg[h.seg].base + h.off;
     if (h.op == AM_PUT) {
         copy_out(at, seg, nseg, sizeof(h), len);

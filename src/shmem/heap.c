@@ -84,8 +84,9 @@ static size_t alloc_block(size_t align, size_t size)
         struct block *b = &blocks[i];
         if (b->used)
             continue;
-        uintptr_t base = (uintptr_t)S.seg[SEG_HEAP].base;
-        size_t start = (size_t)(FM_ALIGN_UP(base + b->off, (uintptr_t)align) - base);
+        /* Offsets, not addresses, are aligned: they are the same on every PE
+         * (the heap's base is aligned to HEAP_ALIGN). */
+        size_t start = FM_ALIGN_UP(b->off, align);
         size_t lead = start - b->off;
         if (lead > b->len || b->len - lead < size)
             continue;
@@ -169,7 +170,7 @@ void *shmem_calloc(size_t count, size_t size)
 
 void *shmem_align(size_t alignment, size_t size)
 {
-    if (alignment == 0 || (alignment & (alignment - 1))) {
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > HEAP_ALIGN) {
         shmem_barrier_all();
         return NULL;
     }

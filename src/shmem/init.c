@@ -180,9 +180,9 @@ int shmem_init_thread(int requested, int *provided)
         fmshmem_fatal("cannot start the server for PEs on other nodes");
     fmshmem_heap_init();
     init_teams();
-    /* Oversubscribed nodes yield at once in waits (the core's rule). */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    S.spin_before_yield = S.nlocal > cpus ? 0 : 4096;
+    /* Waits yield at once when the node runs more processes than CPUs (the
+     * core's rule, which counts every process of the job on this node). */
+    S.spin_before_yield = S.ctx->oversubscribed ? 0 : 4096;
     S.thread_level = requested > SHMEM_THREAD_SERIALIZED ? SHMEM_THREAD_SERIALIZED : requested;
     if (provided)
         *provided = S.thread_level;

@@ -151,6 +151,26 @@ static int remap_static(struct segment *sg)
     return 0;
 }
 
+/* Maps fd at an address aligned to HEAP_ALIGN, so that offsets the
+ * allocator aligns (the same on every PE) are aligned addresses too. */
+static void *map_aligned(int fd, size_t size)
+{
+    size_t span = size + HEAP_ALIGN;
+    char *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return MAP_FAILED;
+    char *at = (char *)FM_ALIGN_UP((uintptr_t)r, (uintptr_t)HEAP_ALIGN);
+    void *p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (p == MAP_FAILED) {
+        munmap(r, span);
+        return MAP_FAILED;
+    }
+    if (at > r)
+        munmap(r, (size_t)(at - r));
+    munmap(at + size, (size_t)(r + span - (at + size)));
+    return at;
+}
+
 int fmshmem_segments_create(void)
 {
     struct segment *heap = &S.seg[SEG_HEAP];
@@ -160,7 +180,7 @@ int fmshmem_segments_create(void)
         fmshmem_fatal("cannot create the symmetric heap (%zu bytes): %s; set "
                       "SHMEM_SYMMETRIC_SIZE lower",
                       heap->size, strerror(errno));
-    heap->base = mmap(NULL, heap->size, PROT_READ | PROT_WRITE, MAP_SHARED, heap->fd, 0);
+    heap->base = map_aligned(heap->fd, heap->size);
     if (heap->base == MAP_FAILED)
         fmshmem_fatal("cannot map the symmetric heap (%zu bytes): %s; set SHMEM_SYMMETRIC_SIZE "
                       "lower",

@@ -42,6 +42,8 @@ struct segment {
 #define TEAM_SLOTS 64
 #define TEAM_SLOT_LONGS SHMEM_SYNC_SIZE
 #define INTERNAL_BYTES ((size_t)TEAM_SLOTS * TEAM_SLOT_LONGS * sizeof(long) + 4096)
+/* The heap's address is aligned to this, so shmem_align works up to it. */
+#define HEAP_ALIGN ((size_t)1 << 30)
 
 struct fmshmem_team {
     int start, stride, size; /* members: world PEs start + i * stride, i < size */
@@ -141,7 +143,7 @@ enum amo_op {
 
 struct am_hdr {
     uint8_t op, seg, size, amo; /* size: operand bytes (4 or 8) of an AMO */
-    uint32_t len;               /* payload bytes (PUT, GET_REP) or bytes asked (GET) */
+    uint32_t len;               /* bytes asked (GET); the payload is the rest of the message */
     uint64_t off;               /* offset in the segment, or in the reply (GET_REP) */
     uint64_t token;             /* the initiator's request */
 };
