@@ -18,25 +18,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch longs after the barrier counters of a pSync or team slot. */
-#define SCRATCH 32
-
 struct set {
     int start, stride, size, me; /* me: this PE's index */
     long *psync;
+    struct fmshmem_team *team;   /* NULL for an active set */
 };
 
 static int member(const struct set *s, int i) { return s->start + i * s->stride; }
 static void set_sync(const struct set *s)
 {
-    fmshmem_set_sync(s->start, s->stride, s->size, s->me, s->psync);
+    if (s->team)
+        fmshmem_team_sync_internal(s->team);
+    else
+        fmshmem_set_sync(s->start, s->stride, s->size, s->me, s->psync);
 }
 
 static bool team_set(shmem_team_t t, struct set *s)
 {
     if (t == SHMEM_TEAM_INVALID || t->my_pe < 0)
         return false;
-    *s = (struct set){t->start, t->stride, t->size, t->my_pe, fmshmem_team_psync(t->slot)};
+    *s = (struct set){t->start, t->stride, t->size, t->my_pe, fmshmem_team_psync(t->slot), t};
     return true;
 }
 
@@ -46,7 +47,7 @@ static struct set active_set(int start, int log_stride, int size, long *psync, c
     if (d < 0 || d % stride || d / stride >= size)
         fmshmem_fatal("%s: PE %d is not in the active set (start %d, log stride %d, size %d)",
                       what, S.me, start, log_stride, size);
-    return (struct set){start, stride, size, d / stride, psync};
+    return (struct set){start, stride, size, d / stride, psync, NULL};
 }
 
 /* Gets issued without waiting complete here (they ran in parallel). */
@@ -78,7 +79,7 @@ static void fcollect(const struct set *s, void *dest, const void *src, size_t by
 
 static void collect(const struct set *s, void *dest, const void *src, size_t bytes)
 {
-    long *scratch = s->psync + SCRATCH;
+    long *scratch = s->psync + SLOT_SCRATCH;
     __atomic_store_n(scratch, (long)bytes, __ATOMIC_RELEASE);
     set_sync(s);
     size_t at = 0;

@@ -133,7 +133,7 @@ static void exchange_cards(void)
 
 static void init_teams(void)
 {
-    S.world = (struct fmshmem_team){0, 1, S.npes, S.me, 0, {0}};
+    S.world = (struct fmshmem_team){0, 1, S.npes, S.me, 0, S.nlocal == S.npes, {0}};
     /* The PEs of this node, as a strided set when they form one (block or
      * round-robin placement); otherwise this PE alone. */
     int stride = S.nlocal > 1 ? S.local_pes[1] - S.local_pes[0] : 1;
@@ -144,9 +144,9 @@ static void init_teams(void)
         int idx = 0;
         while (S.local_pes[idx] != S.me)
             idx++;
-        S.shared = (struct fmshmem_team){S.local_pes[0], stride, S.nlocal, idx, 1, {0}};
+        S.shared = (struct fmshmem_team){S.local_pes[0], stride, S.nlocal, idx, 1, true, {0}};
     } else {
-        S.shared = (struct fmshmem_team){S.me, 1, 1, 0, 1, {0}};
+        S.shared = (struct fmshmem_team){S.me, 1, 1, 0, 1, true, {0}};
     }
     S.team_slots_free = ~(uint64_t)3; /* slots 0 and 1: world and shared */
 }

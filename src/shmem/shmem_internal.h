@@ -42,6 +42,13 @@ struct segment {
 #define TEAM_SLOTS 64
 #define TEAM_SLOT_LONGS SHMEM_SYNC_SIZE
 #define INTERNAL_BYTES ((size_t)TEAM_SLOTS * TEAM_SLOT_LONGS * sizeof(long) + 4096)
+/* The longs of a team slot (and of a user's pSync, SHMEM_SYNC_SIZE long):
+ * 0..31 dissemination counters, one per round; SLOT_SCRATCH a value the
+ * members read from each other (collect's sizes, free team slots); the
+ * central barrier's count and generation (team slots only). */
+#define SLOT_SCRATCH 32
+#define SLOT_CENTRAL_COUNT 48
+#define SLOT_CENTRAL_GEN 49
 /* The heap's address is aligned to this, so shmem_align works up to it. */
 #define HEAP_ALIGN ((size_t)1 << 30)
 
@@ -49,6 +56,7 @@ struct fmshmem_team {
     int start, stride, size; /* members: world PEs start + i * stride, i < size */
     int my_pe;               /* index of this PE, -1 if not a member */
     int slot;                /* its counters in the internal area */
+    bool on_node;            /* every member on this node: a central barrier */
     shmem_team_config_t config;
 };
 

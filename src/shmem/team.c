@@ -10,9 +10,6 @@
 
 #include <stdlib.h>
 
-/* Scratch longs of a slot, after the barrier counters (one per round). */
-#define SCRATCH 32
-
 static int valid(shmem_team_t t) { return t != SHMEM_TEAM_INVALID; }
 
 int shmem_team_my_pe(shmem_team_t team) { return valid(team) ? team->my_pe : -1; }
@@ -42,7 +39,7 @@ int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest
 /* Over the parent's members: the slots free on all of them. */
 static uint64_t agree_free_slots(struct fmshmem_team *parent)
 {
-    long *scratch = fmshmem_team_psync(parent->slot) + SCRATCH;
+    long *scratch = fmshmem_team_psync(parent->slot) + SLOT_SCRATCH;
     scratch[0] = (long)S.team_slots_free;
     fmshmem_team_sync_internal(parent);
     uint64_t mask = S.team_slots_free;
@@ -73,7 +70,10 @@ static shmem_team_t make_team(int start, int stride, int size, int slot,
     struct fmshmem_team *t = calloc(1, sizeof(*t));
     if (!t)
         fmshmem_fatal("out of memory");
-    *t = (struct fmshmem_team){start, stride, size, d / stride, slot, {0}};
+    bool on_node = true;
+    for (int i = 0; i < size; i++)
+        on_node &= S.local[start + i * stride];
+    *t = (struct fmshmem_team){start, stride, size, d / stride, slot, on_node, {0}};
     if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS))
         t->config = *config;
     S.team_slots_free &= ~((uint64_t)1 << slot);
