@@ -63,7 +63,7 @@ goals = [
     ("8 B put + quiet, static", "put 8 B + quiet, static", "node2", "<= 0.1x"),
     ("8 B get, static", "get 8 B, static", "node2", "<= 0.1x"),
     ("fetch-add, static", "fetch-add, static", "node2", "<= 0.1x"),
-    ("put 1 MiB, heap", "put 1 MiB + quiet, heap", "node2", "time <= 1.0x"),
+    ("put 1 MiB, heap", "put 1 MiB, heap", "node2", "time <= 1.0x"),
     ("get 1 MiB, heap", "get 1 MiB, heap", "node2", "time <= 1.0x"),
     ("barrier, 4 PEs on 2 cores", "barrier_all", "node4", "<= 1.0x"),
 ]
@@ -80,13 +80,13 @@ if any(w == "hosts" for (_, w, _) in val):
             p("| %s | %s %s | %s |" % (name, fmt(med(impl, where, name)), unit, extra))
     p("")
 if any(w.startswith("rail") for (_, w, _) in val):
-    p("### Two hosts, rails shaped to 1 Gbit/s: put 1 MiB + quiet")
+    p("### Two hosts, rails shaped to 1 Gbit/s: put 1 MiB (windows of 16, then quiet)")
     p("")
     p("| figure | MB/s | ratio |")
     p("|---|---|---|")
     tcp = ("tcp", "rail1", "kernel TCP 1 MiB")
-    one = ("fastmsg", "rail1", "put 1 MiB + quiet, heap")
-    two = ("fastmsg", "rail2", "put 1 MiB + quiet, heap")
+    one = ("fastmsg", "rail1", "put 1 MiB, heap")
+    two = ("fastmsg", "rail2", "put 1 MiB, heap")
     p("| kernel TCP, one rail | %s | |" % fmt(med(*tcp)))
     p("| fastmsg put, one rail | %s | %sx TCP |" % (fmt(med(*one)), fmt(ratio(one, tcp))))
     p("| fastmsg put, two rails | %s | %sx one rail |" % (fmt(med(*two)), fmt(ratio(two, one))))
