@@ -252,8 +252,7 @@ static void handle_reply(const struct iovec *seg, int nseg, size_t n)
     }
     struct pending *p = reply_slot(h.token);
     size_t len = n - sizeof(h);
-    if (!p || (h.op != AM_GET_REP && h.op != AM_FAMO_REP) || h.off > p->total ||
-        len > p->total - h.off || len > p->left)
+    if (!p || !fmshmem_am_reply_ok(&h, len, p->total, p->left))
         malformed("a reply", -1);
     /* Replies of one get arrive in order: off counts from the chunk's start. */
     copy_out(p->dst + h.off, seg, nseg, sizeof(h), len);
@@ -302,17 +301,14 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
         malformed("a request", pe);
     copy_out(&h, seg, nseg, 0, sizeof(h));
     size_t len = n - sizeof(h);
-    size_t span = h.op == AM_PUT ? len : h.op == AM_GET ? h.len : h.size;
+    size_t sizes[SEG_COUNT] = {S.seg[SEG_HEAP].size, S.seg[SEG_STATIC].size};
+    if (!fmshmem_am_request_ok(&h, len, sizes))
+        malformed("a request", pe);
     if (h.op == AM_FLUSH) {
         struct am_hdr r = {.op = AM_FLUSH_REP};
         send_msg(S.server, S.client_addr[pe], r, NULL, 0, pe);
         return;
     }
-    bool amo = h.op == AM_AMO || h.op == AM_FAMO;
-    if (h.seg >= SEG_COUNT || h.off > S.seg[h.seg].size || span > S.seg[h.seg].size - h.off ||
-        (amo && ((h.size != 4 && h.size != 8) || h.off % h.size || len != 16)) ||
-        (h.op != AM_PUT && h.op != AM_GET && !amo))
-        malformed("a request", pe);
     char *at = S.seg[h.seg].base + h.off;
     if (h.op == AM_PUT) {
         copy_out(at, seg, nseg, sizeof(h), len);

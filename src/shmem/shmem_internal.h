@@ -156,6 +156,11 @@ struct am_hdr {
     uint64_t token;             /* the initiator's request */
 };
 
+/* am_check.c: whether a request (payload: the bytes after the header) fits
+ * segments of these sizes, and whether a reply fits the get it answers. */
+bool fmshmem_am_request_ok(const struct am_hdr *h, size_t payload, const size_t *seg_size);
+bool fmshmem_am_reply_ok(const struct am_hdr *h, size_t payload, size_t total, size_t left);
+
 int fmshmem_am_init(void);
 void fmshmem_am_fini(void);
 void fmshmem_am_put(int pe, enum seg s, uint64_t off, const void *src, size_t len);
