@@ -26,9 +26,7 @@ supp=$PWD/tests/lsan.supp
 step "ThreadSanitizer build, the cases where threads meet (ctest -L threaded)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFM_SANITIZE=thread >/dev/null
 cmake --build build/tsan
-tsupp=$PWD/tests/tsan.supp
-(cd build/tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$tsupp" \
-   ctest --output-on-failure -j "$jobs" -L threaded)
+(cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -L threaded)
 
 step "fuzz targets, ${fuzz_seconds}s each (clang, libFuzzer + ASan + UBSan)"
 CC=clang-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFM_FUZZ=ON \

@@ -217,23 +217,6 @@ static _Noreturn void malformed(const char *what, int pe)
     fmshmem_fatal("%s does not parse (another libfmshmem version?)", what);
 }
 
-/* Copies `len` bytes at offset `at` of a received message out of its segments. */
-static void copy_out(void *to, const struct iovec *seg, int nseg, size_t at, size_t len)
-{
-    char *d = to;
-    for (int i = 0; i < nseg && len; i++) {
-        if (at >= seg[i].iov_len) {
-            at -= seg[i].iov_len;
-            continue;
-        }
-        size_t k = FM_MIN(len, seg[i].iov_len - at);
-        memcpy(d, (char *)seg[i].iov_base + at, k);
-        d += k;
-        len -= k;
-        at = 0;
-    }
-}
-
 static struct pending *reply_slot(uint64_t token)
 {
     uint32_t i = (uint32_t)token;
@@ -254,7 +237,7 @@ static void handle_reply(const struct iovec *seg, int nseg, size_t n)
     struct am_hdr h;
     if (n < sizeof(h))
         malformed("a reply", -1);
-    copy_out(&h, seg, nseg, 0, sizeof(h));
+    fmshmem_copy_out(&h, seg, nseg, 0, sizeof(h));
     if (h.op == AM_FLUSH_REP) {
         if (flushes_due)
             flushes_due--;
@@ -265,7 +248,7 @@ static void handle_reply(const struct iovec *seg, int nseg, size_t n)
     if (!p || !fmshmem_am_reply_ok(&h, len, p->total, p->left))
         malformed("a reply", -1);
     /* Replies of one get arrive in order: off counts from the chunk's start. */
-    copy_out(p->dst + h.off, seg, nseg, sizeof(h), len);
+    fmshmem_copy_out(p->dst + h.off, seg, nseg, sizeof(h), len);
     p->left -= len;
     if (!p->left)
         reply_done(p);
@@ -299,7 +282,7 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
     struct am_hdr h;
     if (n < sizeof(h) || pe < 0 || pe >= S.npes)
         malformed("a request", pe);
-    copy_out(&h, seg, nseg, 0, sizeof(h));
+    fmshmem_copy_out(&h, seg, nseg, 0, sizeof(h));
     size_t len = n - sizeof(h);
     size_t sizes[SEG_COUNT] = {S.seg[SEG_HEAP].size, S.seg[SEG_STATIC].size};
     if (!fmshmem_am_request_ok(&h, len, sizes))
@@ -312,7 +295,7 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
     char *at = S.seg[h.seg].base + h.off;
     if (h.op == AM_PUT) {
         USER_DATA_BEGIN();
-        copy_out(at, seg, nseg, sizeof(h), len);
+        fmshmem_copy_out(at, seg, nseg, sizeof(h), len);
         USER_DATA_END();
     } else if (h.op == AM_GET) {
         struct am_hdr r = {.op = AM_GET_REP, .token = h.token};
@@ -321,7 +304,7 @@ static void serve(const struct iovec *seg, int nseg, size_t n, int pe)
         USER_DATA_END();
     } else {
         uint64_t ops[2];
-        copy_out(ops, seg, nseg, sizeof(h), sizeof(ops));
+        fmshmem_copy_out(ops, seg, nseg, sizeof(h), sizeof(ops));
         USER_DATA_BEGIN();
         uint64_t old = fmshmem_amo_apply(at, (enum amo_op)h.amo, h.size, ops[0], ops[1]);
         USER_DATA_END();

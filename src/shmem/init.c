@@ -114,12 +114,7 @@ static void exchange_cards(void)
         if (n < 0)
             fmshmem_fatal("waiting for the segment cards: %s", fm_strerror((int)n));
         char buf[256];
-        size_t got = 0;
-        for (int i = 0; i < nseg && got < sizeof(buf); i++) {
-            size_t k = FM_MIN(seg[i].iov_len, sizeof(buf) - got);
-            memcpy(buf + got, seg[i].iov_base, k);
-            got += k;
-        }
+        fmshmem_copy_out(buf, seg, nseg, 0, FM_MIN((size_t)n, sizeof(buf)));
         int pe = fm_addr_rank(S.ctx, src);
         fm_recv_done(S.client);
         if (pe < 0 || !S.local[pe] || S.peer_base[SEG_HEAP][pe])

@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
 
 #define SUBSYS "shmem"
 
@@ -160,6 +162,25 @@ struct am_hdr {
  * segments of these sizes, and whether a reply fits the get it answers. */
 bool fmshmem_am_request_ok(const struct am_hdr *h, size_t payload, const size_t *seg_size);
 bool fmshmem_am_reply_ok(const struct am_hdr *h, size_t payload, size_t total, size_t left);
+
+/* Copies `len` bytes at offset `at` of a received message out of its
+ * segments (fm_recv's iovecs). */
+static inline void fmshmem_copy_out(void *to, const struct iovec *seg, int nseg, size_t at,
+                                    size_t len)
+{
+    char *d = to;
+    for (int i = 0; i < nseg && len; i++) {
+        if (at >= seg[i].iov_len) {
+            at -= seg[i].iov_len;
+            continue;
+        }
+        size_t k = FM_MIN(len, seg[i].iov_len - at);
+        memcpy(d, (char *)seg[i].iov_base + at, k);
+        d += k;
+        len -= k;
+        at = 0;
+    }
+}
 
 int fmshmem_am_init(void);
 void fmshmem_am_fini(void);

@@ -11,6 +11,8 @@
  */
 #include "shmem_internal.h"
 
+#include "core/ctx.h"
+
 #include <sched.h>
 #include <time.h>
 
@@ -28,7 +30,7 @@ void fmshmem_wait_step(uint64_t *spins)
         /* Moves the network along (our sends, arriving acks, replies) and
          * serves requests without waking the server thread; a napping
          * thread would hold requests up, so the server thread serves then. */
-        fm_progress(S.ctx);
+        fm_links_progress(S.ctx, 1);
         fmshmem_am_poll();
         if (!napping)
             fmshmem_am_serve_inline();
