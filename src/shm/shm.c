@@ -591,9 +591,22 @@ static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
     return -1;
 }
 
+/* Whether process pid has exited, or is exiting: its segment's descriptor
+ * is closed (a live process keeps it open until fm_finalize ends). */
+static int process_gone(pid_t pid, int seg_fd)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, seg_fd);
+    struct stat st;
+    return stat(path, &st) < 0 && errno == ENOENT;
+}
+
 /* The process sending in slot s of our sender table, mapped so that we can
- * wake it (shm->lock held); its peer index in *peer. NULL if unknown. */
-static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *peer)
+ * wake it (shm->lock held); its peer index in *peer. NULL if unknown, or,
+ * with *gone set, if it already exited: a process that sends and exits
+ * before the receiver looks leaves its messages in the receiver's segment,
+ * readable without its own. */
+static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *peer, int *gone)
 {
     if (s < shm->nprocs) {
         *peer = shm->procs[s].rank;
@@ -624,7 +637,9 @@ static struct shm_proc *sender_of(fm_ctx *ctx, struct fm_shm *shm, int s, int *p
     struct shm_named *nm = named_of(shm, p);
     if (nm)
         nm->its_sender = s;
-    return shm->sender_proc[s] = named_proc(ctx, shm, p);
+    shm->sender_proc[s] = named_proc(ctx, shm, p);
+    *gone = !shm->sender_proc[s] && n.node == shm->node && process_gone((pid_t)n.pid, n.seg_fd);
+    return shm->sender_proc[s];
 }
 
 /*
@@ -795,19 +810,21 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         struct fm_ring_ctl *ctl = fm_seg_ctl(h, slot, i);
         if (__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) != se->gen)
             continue; /* unclaimed, or set up for an earlier endpoint in this slot */
-        int peer, q = i / shm->ep_max;
+        int peer, q = i / shm->ep_max, gone = 0;
         pthread_mutex_lock(&shm->lock);
         /* Looked at again under the lock: free_slot may have made it new. */
         struct shm_proc *sender = __atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) == se->gen
-                                      ? sender_of(ctx, shm, q, &peer)
+                                      ? sender_of(ctx, shm, q, &peer, &gone)
                                       : NULL;
-        if (sender) {
+        if (gone)
+            shm->slot_dead[q] = 1;
+        if (sender || gone) {
             shm->slot_rings[q]++;
             if (shm->slot_dead[q])
                 fm_core_rx_end(rx); /* read what it left, then retire */
         }
         pthread_mutex_unlock(&shm->lock);
-        if (!sender)
+        if (!sender && !gone)
             continue; /* a slot whose name does not read: its ring is never read */
         rx->ring = (struct fm_ring){
             .ctl = ctl, .data = fm_seg_data(h, slot, i), .size = h->ring_size};
