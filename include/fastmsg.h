@@ -110,6 +110,94 @@ FM_API int fm_addr_remove(fm_ctx *ctx, fm_addr addr);
  * senders that were never inserted). *len as fm_ep_name. */
 FM_API int fm_addr_name(const fm_ctx *ctx, fm_addr addr, void *name, size_t *len);
 
+/*
+ * Names (docs/names.md): service addresses {type, instance}, as TIPC has
+ * them, between any processes that share the domain key. An endpoint
+ * publishes a range [lower, upper] of a type; others look the name up, send
+ * to it, subscribe to its coming and going, or multicast to every publisher
+ * of a range. A per-node agent (fmnamed, started on first use, gone when
+ * its last user is) keeps the node's replica of the table, which lookups
+ * read from shared memory; agents on other hosts find each other and
+ * replicate the cluster-scope part.
+ */
+#define FM_ENONAME (-ENOENT) /* no publication matches */
+
+enum { FM_SCOPE_NODE = 1, FM_SCOPE_CLUSTER = 2 };
+#define FM_NAME_TYPE_USER 64 /* types below this are reserved */
+
+/* Publishes [lower, upper] of `type` on ep, seen on this node (NODE) or by
+ * every host of the domain (CLUSTER). It lasts until withdrawn, the
+ * endpoint is closed or the process ends, however it ends. FM_EBUSY if ep
+ * already publishes exactly this; FM_EINVAL for a reserved type, lower >
+ * upper or a bad scope; FM_ENOMEM when the node's table is full
+ * (FM_NAMES_MAX); FM_ESYS if no agent can be started. */
+FM_API int fm_name_publish(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper, int scope);
+/* Withdraws exactly what fm_name_publish published; FM_ENONAME if it did not. */
+FM_API int fm_name_withdraw(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper, int scope);
+
+#define FM_LOOKUP_LOCAL 1u   /* publishers on this node only */
+#define FM_LOOKUP_CLOSEST 2u /* this node's publishers if there are any */
+/* Anycast: the address of one publisher of `instance`, round robin (per
+ * process) over all whose range holds it. Reads the node's replica: no
+ * message, no system call once the process knows the publisher.
+ * FM_ENONAME if none. */
+FM_API int fm_name_lookup(fm_ctx *ctx, uint32_t type, uint32_t instance, unsigned flags,
+                          fm_addr *addr);
+
+struct fm_name_entry {
+    fm_addr addr;         /* the publishing endpoint */
+    uint32_t lower, upper; /* its range */
+    uint8_t scope;        /* FM_SCOPE_* */
+    uint8_t local;        /* published on this node */
+    uint16_t reserved;
+};
+/* Every publication of `type` overlapping [lower, upper]: writes up to max
+ * of them and returns how many there are (FM_ENONAME never: 0 is an answer). */
+FM_API ssize_t fm_name_lookup_all(fm_ctx *ctx, uint32_t type, uint32_t lower, uint32_t upper,
+                                  struct fm_name_entry *out, size_t max);
+
+/* Subscribes ep to the publications of `type` overlapping [lower, upper]:
+ * an FM_NAME_PUBLISHED event for each that exists now (unless
+ * FM_SUB_NO_STATUS), then one per publication and withdrawal. Events are
+ * messages on ep from FM_ADDR_NAMES, read with fm_name_event. FM_EBUSY if
+ * ep already has a subscription with this handle. */
+#define FM_SUB_NO_STATUS 4u
+FM_API int fm_name_subscribe(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper,
+                             unsigned flags, uint64_t handle);
+/* Ends the subscription; events already sent may still arrive. FM_ENONAME
+ * if there is none with that handle. */
+FM_API int fm_name_unsubscribe(fm_ep *ep, uint64_t handle);
+
+#define FM_ADDR_NAMES ((fm_addr)UINT64_MAX) /* the source of event messages */
+enum {
+    FM_NAME_PUBLISHED = 1,
+    FM_NAME_WITHDRAWN = 2,
+    FM_NAME_RESYNC = 3 /* events were lost (the endpoint did not read): forget this
+                          subscription's state, the current state follows */
+};
+#define FM_NAME_LOST 1u /* flags: withdrawn because the publisher or its host died */
+struct fm_name_event {
+    uint32_t type, lower, upper; /* the publication's range */
+    uint16_t event;              /* FM_NAME_* */
+    uint8_t flags, scope;
+    fm_addr publisher; /* send here */
+    uint64_t handle;   /* the subscription's */
+};
+/* Reads the event in a message received from FM_ADDR_NAMES (the segments
+ * fm_recv filled, and its length). FM_EINVAL if it is not an event. */
+FM_API int fm_name_event(fm_ctx *ctx, const struct iovec *seg, int nseg, size_t len,
+                         struct fm_name_event *ev);
+
+/* Multicast: sends one message to every endpoint with a publication of
+ * `type` overlapping [lower, upper], each receiving it once, in order with
+ * this endpoint's other multicasts. Waits for room at each destination
+ * (up to FM_NAMES_MCAST_MS) and returns the number of destinations that
+ * took it; a destination lost meanwhile is skipped. FM_ENONAME if there is
+ * none, FM_EMSGSIZE above the smallest ring's room, FM_ETIMEDOUT if some
+ * did not take it in time (the others did). */
+FM_API ssize_t fm_name_mcast(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper,
+                             const struct iovec *iov, int iovcnt);
+
 /* Sends ONE message made of the gathered iovec, like writev. Never blocks and
  * never buffers beyond the rings it owns: returns the number of bytes taken
  * (the message may be a prefix of the data) or FM_EAGAIN. A request with data

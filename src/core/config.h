@@ -96,7 +96,9 @@ typedef char fm_cfg_str[256];
       "microseconds fm_wait polls before it blocks in the kernel; when the node has "    \
       "more ranks than CPUs it yields a few times instead (0: block at once)")            \
     X(peer_check_ms, FM_CFG_INT, "FM_PEER_CHECK_MS", "10", 1, 1000, NULL,                \
-      "how often a caller retrying on FM_EAGAIN checks that its peers are alive")
+      "how often a caller retrying on FM_EAGAIN checks that its peers are alive")        \
+    X(names_mcast_ms, FM_CFG_INT, "FM_NAMES_MCAST_MS", "1000", 0, 3600000, NULL,         \
+      "how long fm_name_mcast waits for room at a destination before it gives up")
 
 struct fm_config {
 #define FM_CFG_FIELD(field, kind, name, def, min, max, choices, desc)                     \

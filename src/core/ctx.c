@@ -100,6 +100,7 @@ static void ctx_free(fm_ctx *ctx)
             fm_links[i]->teardown(ctx, ctx->link_state[i]);
     if (ctx->epfd >= 0)
         close(ctx->epfd);
+    fm_names_free(ctx);
     fm_boot_close(&ctx->boot);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->events_lock);
@@ -163,6 +164,7 @@ int fm_init(fm_ctx **out)
     ctx->rank = ctx->boot.rank;
     ctx->size = ctx->boot.size;
     fm_log_set_rank(ctx->rank);
+    ctx->names_peer = -1;
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (fm_peers_init(ctx) || ctx->epfd < 0) {
         rc = FM_ENOMEM;

@@ -65,6 +65,9 @@ struct fm_ctx {
      * sleeper pays for both sides (see fm_fence_fast). */
     int sleeper_membarrier; /* sleepers issue membarrier(GLOBAL_EXPEDITED) */
     int light_fence;        /* this process is registered for it */
+    /* Names (src/names/client.c): made on first use, under `lock`. */
+    struct fm_names *names;
+    int names_peer; /* (atomic) the node agent's peer index, or -1 */
 };
 
 struct fm_held {
@@ -169,6 +172,13 @@ int fm_peers_init(fm_ctx *ctx);
 /* Publishes this rank's name (channel 0) for fm_addr_name in the others. */
 int fm_peers_publish(fm_ctx *ctx);
 void fm_peers_free(fm_ctx *ctx);
+/* Loads the domain key once (FM_E* if none can be had) and tells the links. */
+int fm_domain_ready(fm_ctx *ctx);
+
+/* Names (src/names/client.c). An endpoint closes: its publications and
+ * subscriptions end. The context ends: the agent connection closes. */
+void fm_names_ep_closed(fm_ep *ep);
+void fm_names_free(fm_ctx *ctx);
 
 /* Progress of every link that needs the CPU; the events they handled. */
 int fm_links_progress(fm_ctx *ctx, int flush);

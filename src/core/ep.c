@@ -129,6 +129,7 @@ int fm_ep_close(fm_ep *ep)
     if (!ep)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
+    fm_names_ep_closed(ep);
     pthread_mutex_lock(&ctx->lock);
     ep->published = 0;
     pthread_mutex_unlock(&ctx->lock);
@@ -728,6 +729,15 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
     return -1;
 }
 
+/* Whatever the node's name agent sends comes from FM_ADDR_NAMES. */
+static inline ssize_t from_agent(const fm_ctx *ctx, fm_addr *src, ssize_t rc)
+{
+    int agent = __atomic_load_n(&ctx->names_peer, __ATOMIC_RELAXED);
+    if (fm_unlikely(agent >= 0) && src && fm_addr_rank_of(*src) == agent)
+        *src = FM_ADDR_NAMES;
+    return rc;
+}
+
 ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *src)
 {
     if (fm_unlikely(!ep || !seg || !nseg))
@@ -738,16 +748,16 @@ ssize_t fm_recv(fm_ep *ep, struct iovec seg[FM_SEGS_MAX], int *nseg, fm_addr *sr
     uint32_t nlost = __atomic_load_n(&ctx->nlost, __ATOMIC_ACQUIRE);
     ssize_t len = poll_rings(ep, seg, nseg, src);
     if (len >= 0)
-        return len;
+        return from_agent(ctx, src, len);
     /* Nothing in memory: see what the network brought, then look again. */
     if (ctx->polled && fm_links_progress(ctx, 1) > 0 &&
         (len = poll_rings(ep, seg, nseg, src)) >= 0)
-        return len;
+        return from_agent(ctx, src, len);
     if (ep->lost_seen < nlost) {
         int rank = fm_lost_at(ctx, ep->lost_seen++);
         if (src)
             *src = fm_addr_make(rank, ep->channel);
-        return FM_EPEERLOST;
+        return from_agent(ctx, src, FM_EPEERLOST);
     }
     fm_ctx_check_peers(ctx, 0);
     return FM_EAGAIN;

@@ -16,6 +16,7 @@ const char *fm_strerror(int code)
     case FM_EUNREACH: return "no transport reaches that rank";
     case FM_EBOOT: return "bootstrap failed: the launcher protocol did not work";
     case FM_ESYS: return "a system call failed";
+    case FM_ENONAME: return "no publication of that name";
     default: return "unknown error";
     }
 }

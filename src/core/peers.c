@@ -128,7 +128,7 @@ static int named_add(fm_ctx *ctx, int peer)
  * domain_lock, and the links take their own after it (a link's upcall,
  * which holds the link's lock, never comes here).
  */
-static int domain_ready(fm_ctx *ctx)
+int fm_domain_ready(fm_ctx *ctx)
 {
     if (__atomic_load_n(&ctx->have_domain, __ATOMIC_ACQUIRE))
         return 0;
@@ -180,7 +180,7 @@ int fm_ep_name(const fm_ep *ep, void *name, size_t *len)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
     struct fm_name n;
-    int rc = domain_ready(ctx);
+    int rc = fm_domain_ready(ctx);
     if (rc)
         return rc;
     fm_core_self_name(ctx, &n);
@@ -240,7 +240,7 @@ int fm_addr_insert(fm_ctx *ctx, const void *name, size_t len, fm_addr *addr)
         return FM_EINVAL;
     int peer, rc;
     /* Sessions with it run under the domain key. */
-    if (!of_this_job(ctx, &n) && (rc = domain_ready(ctx)) != 0)
+    if (!of_this_job(ctx, &n) && (rc = fm_domain_ready(ctx)) != 0)
         return rc;
     pthread_mutex_lock(&ctx->lock);
     rc = peer_of_name(ctx, &n, &peer);
