@@ -19,7 +19,7 @@
 #define VEC_ENTRY 13
 #define NO_ROOT 0xffffffffu
 
-enum { K_JOIN = 1, K_STATE, K_ITEM, K_PROBE, K_ACK, K_VECTOR, K_PULL, K_TOMB };
+enum { K_JOIN = 1, K_STATE, K_ITEM, K_PROBE, K_ACK, K_VECTOR, K_PULL, K_TOMB, K_SYNCED };
 enum { OP_ADD = 1, OP_DEL, OP_DOWN };
 /* K_STATE flags */
 #define S_LAST 1u  /* the last part of this origin's state */
@@ -35,6 +35,7 @@ struct origin {
     uint64_t last_heard, last_probe, suspect_since, tomb_at;
     unsigned mismatches; /* consecutive probe answers with another digest */
     int mentioned;       /* in the vector being compared */
+    int joined;          /* this node asked it for a snapshot */
     uint8_t cardlen;
     uint8_t card[ND_CARD_MAX];
     struct nd_pub *pubs; /* sorted by id */
@@ -54,6 +55,7 @@ struct nd {
     struct nd_params prm;
     struct nd_stats st;
     uint64_t now, digest, next_rejoin, rng;
+    int synced; /* a snapshot of the domain came in */
     struct origin **tab; /* open addressing by node id */
     size_t tabcap, norigins;
     uint32_t *view; /* live members sorted by node id, self included */
@@ -68,10 +70,14 @@ struct nd {
 
 static void *xrealloc(struct nd *d, void *p, size_t oldsz, size_t newsz)
 {
-    void *q = realloc(p, newsz);
-    if (!q && newsz)
-        abort(); /* the agent cannot keep a consistent table without memory */
     d->mem += newsz - oldsz;
+    if (!newsz) {
+        free(p);
+        return NULL;
+    }
+    void *q = realloc(p, newsz);
+    if (!q)
+        abort(); /* the agent cannot keep a consistent table without memory */
     return q;
 }
 
@@ -640,7 +646,8 @@ static int on_state(struct nd *d, struct rd *r, unsigned flags, struct origin *f
             send_tomb(d, from, o); /* the sender holds a member that is down here */
         return 0;
     }
-    qsort(o->stage, o->nstage, sizeof(*o->stage), pub_cmp);
+    if (o->nstage)
+        qsort(o->stage, o->nstage, sizeof(*o->stage), pub_cmp);
     struct nd_pub *v = o->stage;
     uint32_t nv = o->nstage, capv = o->capstage;
     o->stage = NULL, o->nstage = o->capstage = 0;
@@ -929,8 +936,18 @@ void nd_input(struct nd *d, const void *msg, size_t len, uint64_t now_us)
                 else if (o && o != from && o->tomb_at && o->cardlen)
                     send_tomb(d, from, o);
             }
+            record(d, from, K_SYNCED, 0, 0); /* the snapshot ends here */
+            if (!d->synced && !from->joined) { /* both alone so far: each needs the other's table */
+                unsigned char *w = record(d, from, K_JOIN, 0, 1 + d->self->cardlen);
+                w[0] = d->self->cardlen;
+                memcpy(w + 1, d->self->card, d->self->cardlen);
+                from->joined = 1;
+            }
             break;
         }
+        case K_SYNCED:
+            d->synced = 1;
+            break;
         case K_STATE:
             if (on_state(d, &b, flags, from) < 0)
                 goto bad;
@@ -1150,6 +1167,7 @@ void nd_leave(struct nd *d)
 }
 
 uint32_t nd_incarnation(const struct nd *d) { return d->self->inc; }
+int nd_synced(const struct nd *d) { return d->synced; }
 size_t nd_members(const struct nd *d)
 {
     size_t n = 0;

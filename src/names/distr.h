@@ -100,6 +100,7 @@ void nd_leave(struct nd *d);
 
 /* Queries. */
 uint32_t nd_incarnation(const struct nd *d);
+int nd_synced(const struct nd *d);       /* a snapshot from a member came in */
 size_t nd_members(const struct nd *d);   /* live, this node included */
 uint64_t nd_digest(const struct nd *d);  /* equal on converged nodes */
 size_t nd_pubs(const struct nd *d);      /* publications held, all origins */

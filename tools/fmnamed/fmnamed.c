@@ -60,6 +60,7 @@ struct lpub { /* a client's publication */
 
 struct client {
     int fd;
+    int waits_hello; /* asked before the replica was loaded */
     struct lpub *pubs;
     size_t npubs, cap;
 };
@@ -113,6 +114,11 @@ static struct {
     uint16_t disc_port;
     uint64_t next_probe, probes_sent, started;
     uint64_t foreign_probes, dropped_out;
+    /* Clients are answered once the replica holds the domain's table: a
+     * snapshot came from another agent, or none answered the first probes
+     * within FM_NAMES_SETTLE_MS. */
+    int ready;
+    size_t members; /* agents in the domain at the last look, this one included */
     int stop;
 } A;
 
@@ -498,6 +504,16 @@ static int send_fd(int sock, const void *msg, size_t len, int fd)
     return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
+/* The replica and the agent's name, to a new client. */
+static int hello(struct client *c)
+{
+    struct na_rep rep = {.magic = NA_MAGIC, .node = A.node, .cap = A.cap};
+    rep.namelen = (uint32_t)A.cardlen;
+    memcpy(rep.name, A.card, A.cardlen);
+    c->waits_hello = 0;
+    return send_fd(c->fd, &rep, sizeof(rep), A.memfd);
+}
+
 /* Handles one request: 1, 0 if there was none, -1 when the client is gone. */
 static int client_request(struct client *c)
 {
@@ -513,10 +529,11 @@ static int client_request(struct client *c)
     if (rep.rc == 0) {
         switch (r.op) {
         case NA_HELLO:
-            rep.node = A.node, rep.cap = A.cap;
-            rep.namelen = (uint32_t)A.cardlen;
-            memcpy(rep.name, A.card, A.cardlen);
-            return send_fd(c->fd, &rep, sizeof(rep), A.memfd) ? -1 : 1;
+            if (!A.ready) {
+                c->waits_hello = 1; /* answered once the replica is loaded */
+                return 1;
+            }
+            return hello(c) ? -1 : 1;
         case NA_PUBLISH:
             rep.rc = r.type < FM_NAME_TYPE_USER ? FM_EINVAL : client_publish(c, &r);
             break;
@@ -889,7 +906,8 @@ int main(int argc, char **argv)
     pthread_t net;
     pthread_create(&net, NULL, net_thread, NULL);
     A.started = now_us();
-    uint64_t idle_since = A.started, probe_every = 100000;
+    uint64_t idle_since = A.started, probe_every = 50000;
+    uint64_t settle_us = env_u64("FM_NAMES_SETTLE_MS", 300) * 1000;
     fm_info("names", "agent of node %08x up, discovery port %u", A.node, (unsigned)A.disc_port);
     while (!__atomic_load_n(&A.stop, __ATOMIC_ACQUIRE)) {
         struct epoll_event evs[32];
@@ -929,6 +947,21 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < A.npeers; i++)
             peer_drain(&A.peers[i]);
         subs_drain();
+        if (!A.ready && (nd_synced(A.distr) || now - A.started >= settle_us)) {
+            A.ready = 1;
+            for (size_t i = 0; i < A.nclients; i++)
+                if (A.clients[i]->waits_hello)
+                    hello(A.clients[i]);
+        }
+        size_t members = nd_members(A.distr);
+        if (members != A.members) {
+            const struct nd_stats *st = nd_stats(A.distr);
+            fm_info("names", "%zu agents in the domain (%llu declared down, %llu times back "
+                             "after being declared down)", members,
+                    (unsigned long long)st->downs_declared,
+                    (unsigned long long)st->reincarnations);
+            A.members = members;
+        }
         if (A.nclients)
             idle_since = now;
         int leave = !A.nclients && now - idle_since >= linger_us;
