@@ -165,6 +165,9 @@ gone() {
   return 1
 }
 check "the agents leave after their last client" gone
+# The agents' own errors (a sanitizer's report included) go to their log.
+clean_log() { ! grep -E "Sanitizer|runtime error|FAIL|error" "$tmp/agents.log" >&2; }
+check "the agents logged no error" clean_log
 if [ -s "$tmp/errors" ]; then
   echo "--- stderr of the programs:" >&2
   cat "$tmp/errors" >&2

@@ -57,7 +57,8 @@ int na_event_decode(const void *buf, size_t len, struct fm_name_event *ev, const
                     size_t *namelen)
 {
     const unsigned char *p = buf;
-    if (len < NA_EVENT_FIXED || get32(p) != NA_EVENT_MAGIC)
+    static const unsigned char zero[8];
+    if (len < NA_EVENT_FIXED || get32(p) != NA_EVENT_MAGIC || memcmp(p + 28, zero, 8))
         return FM_EINVAL;
     size_t n = p[19];
     int event = p[16];
