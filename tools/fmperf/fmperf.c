@@ -3,11 +3,13 @@
  * --peer, the same pattern over kernel sockets in the same job, size by
  * size, and prints both with their ratio. With --name-file, two programs
  * started by hand join by name instead (named.c), to compare sends to an
- * inserted address with sends to a rank.
+ * inserted address with sends to a rank. The names tests measure service
+ * addresses (fm_name_*): lookup, events, multicast.
  *
  *   fmrun -n 2 fmperf latency --peer tcp
  *   fmperf latency --name-file /tmp/fm.name --side 0 &
  *   fmperf latency --name-file /tmp/fm.name --side 1
+ *   fmperf names-lookup
  */
 #include "patterns.h"
 #include "xport.h"
@@ -21,14 +23,27 @@
 #include <unistd.h>
 
 enum test {
-    T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX, T_RAILS
+    T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX, T_RAILS,
+    T_NAMES_LOOKUP, T_NAMES_EVENT, T_MCAST
 };
-static const char *const test_names[] = {"latency", "bw",    "msgrate",   "ring", "idle",
-                                         "connect", "sweep", "multiplex", "rails"};
-static const char *const units[] = {"us", "MB/s", "Mmsg/s", "us", "%cpu",
-                                    "us", "MB/s", "MB/s",   "-"};
+static const char *const test_names[] = {"latency", "bw",           "msgrate",     "ring",
+                                         "idle",    "connect",      "sweep",       "multiplex",
+                                         "rails",   "names-lookup", "names-event", "mcast"};
+static const char *const units[] = {"us",   "MB/s", "Mmsg/s", "us", "%cpu", "us",
+                                    "MB/s", "MB/s", "-",      "ns", "us",   "us"};
 /* Lower is better for times, higher for rates. */
-static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0, 0};
+static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1};
+/* The names tests: a row holds a figure per op, and is for a count of
+ * names, a message size, or nothing. */
+static const struct {
+    const char *key;
+    int nops;
+    const char *ops[3];
+} names_row[] = {
+    [T_NAMES_LOOKUP] = {"pubs", 3, {"lookup-hit", "lookup-miss", "lookup-all"}},
+    [T_NAMES_EVENT] = {NULL, 2, {"published", "withdrawn"}},
+    [T_MCAST] = {"size", 2, {"mcast", "sends"}},
+};
 /* multiplex: ranks 0 and 1 on one host, 2 and 3 on the other (fmrun --hosts
  * places blocks); the second pair streams the same way or back. */
 static const int pairs_same[2][2] = {{0, 2}, {1, 3}};
@@ -41,6 +56,9 @@ struct opts {
     int nsizes;
     size_t windows[16]; /* sweep */
     int nwindows;
+    size_t pubs[16]; /* names-lookup: names published, ascending */
+    int npubs;
+    int by_name; /* connect: look the server up by name in each exchange */
     long iters; /* 0: scaled by size */
     int window;
     int reps;
@@ -72,14 +90,26 @@ static void usage(FILE *f)
             "      multiplex  two pairs stream at once over one link (seed 000, fig. 2):\n"
             "               ranks 0->2 and 1->3, or 3->1 with --opposite; 4 ranks, two per\n"
             "               host; the bandwidth of each pair\n"
+            "      names-lookup  ns per fm_name_lookup of a published instance (hit) and of\n"
+            "               an absent one (miss), and per fm_name_lookup_all of one instance,\n"
+            "               with --pubs names published; one process, no launcher needed\n"
+            "      names-event  rank 1 publishes and withdraws a name that rank 0 subscribes\n"
+            "               to: time from the call to the event; both on one kernel\n"
+            "      mcast    ranks 1..N each publish a name (fmrun -n N+1); rank 0's time of\n"
+            "               one fm_name_mcast to them against N fm_send calls (to 64 KiB)\n"
             "options:\n"
             "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
-            "  --iters N      iterations per size (default: scaled by size)\n"
+            "  --iters N      iterations per size (default: scaled by size); names-lookup:\n"
+            "                 lookups of each kind per count of names (default 1000000)\n"
             "  --window W     messages in flight for bw (default 64)\n"
             "  --windows LIST windows for sweep (default 1,4,16,64)\n"
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
             "  --opposite     multiplex: the second pair streams in the other direction\n"
+            "  --pubs LIST    names-lookup: counts of names, ascending (default 1,1000,100000;\n"
+            "                 they are published one by one through the node agent)\n"
+            "  --names        connect: rank 1's server publishes {0x4e414d45, 1} and each\n"
+            "                 exchange finds it with fm_name_lookup instead of by rank\n"
             "  --trace FILE   bw: rank 0 writes each window's end time (ns, CLOCK_REALTIME)\n"
             "                 and MB/s to FILE\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
@@ -91,8 +121,8 @@ static void usage(FILE *f)
             "                 domain key is FM_KEY or $HOME/.fastmsg/key, the same on both\n"
             "  --side S       with --name-file: 0 or 1, the rank this program plays; side 0\n"
             "                 prints the results\n"
-            "  --label NAME   transport name in the output (default: fastmsg, or\n"
-            "                 fastmsg-named with --name-file)\n"
+            "  --label NAME   transport name in the output (default: fastmsg, fastmsg-named\n"
+            "                 with --name-file, fastmsg-lookup with --names)\n"
             "  --json         one JSON object per result line\n"
             "  --csv          comma-separated values\n");
 }
@@ -163,6 +193,9 @@ static void default_sizes(struct opts *o)
     }
 }
 
+/* The tests whose rows are message sizes. */
+static int sized(enum test t) { return t != T_NAMES_LOOKUP && t != T_NAMES_EVENT; }
+
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
@@ -173,7 +206,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"csv", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
         {"windows", required_argument, NULL, 'W'}, {"opposite", no_argument, NULL, 'o'},
         {"trace", required_argument, NULL, 't'}, {"name-file", required_argument, NULL, 'n'},
-        {"side", required_argument, NULL, 'S'},
+        {"side", required_argument, NULL, 'S'}, {"pubs", required_argument, NULL, 'u'},
+        {"names", no_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.window = 64, .reps = 5, .side = -1};
@@ -192,7 +226,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         }
     if (!found)
         die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep, multiplex, "
-                  "rails)",
+                  "rails, names-lookup, names-event, mcast)",
                   argv[1]);
     optind = 2;
     int c;
@@ -227,6 +261,16 @@ static void parse_opts(int argc, char **argv, struct opts *o)
                 if (o->windows[i] < 1 || o->windows[i] > 65536)
                     die_usage("--windows takes counts from 1 to 65536", optarg);
             break;
+        case 'u':
+            o->npubs = parse_sizes(optarg, o->pubs, 16);
+            if (o->npubs <= 0)
+                die_usage("--pubs needs counts like 1,1000,100000", optarg);
+            for (int i = 0; i < o->npubs; i++)
+                if (o->pubs[i] < 1 || o->pubs[i] > (1u << 24) ||
+                    (i > 0 && o->pubs[i] <= o->pubs[i - 1]))
+                    die_usage("--pubs takes ascending counts from 1 to 16M", optarg);
+            break;
+        case 'N': o->by_name = 1; break;
         case 'p': o->in_place = 1; break;
         case 'o': o->opposite = 1; break;
         case 't': o->trace = optarg; break;
@@ -254,10 +298,24 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         die_usage("--name-file and --side go together", NULL);
     if (o->name_file && o->test == T_MULTIPLEX)
         die_usage("multiplex needs 4 ranks: run it under fmrun, not --name-file", NULL);
+    if (o->name_file && o->test == T_NAMES_LOOKUP)
+        die_usage("names-lookup is one program: run it alone, without --name-file", NULL);
+    if (o->by_name && o->test != T_CONNECT)
+        die_usage("--names goes with connect", NULL);
+    if (o->peer && names_row[o->test].nops)
+        die_usage("the names tests are fastmsg's only: no --peer", NULL);
+    if (o->nsizes && !sized(o->test))
+        die_usage("names-lookup and names-event have no sizes (names-lookup takes --pubs)",
+                  NULL);
     if (!o->label)
-        o->label = o->name_file ? "fastmsg-named" : "fastmsg";
-    if (o->nsizes == 0)
+        o->label = o->by_name ? "fastmsg-lookup" : o->name_file ? "fastmsg-named" : "fastmsg";
+    if (o->nsizes == 0 && sized(o->test))
         default_sizes(o);
+    if (o->npubs == 0) {
+        static const size_t p[] = {1, 1000, 100000};
+        for (int i = 0; i < 3; i++)
+            o->pubs[o->npubs++] = p[i];
+    }
     if (o->nwindows == 0) {
         static const size_t w[] = {1, 4, 16, 64};
         for (int i = 0; i < 4; i++)
@@ -286,6 +344,12 @@ static long iters_for(const struct opts *o, size_t size)
     case T_CONNECT: return 2000; /* TCP leaves a TIME_WAIT socket per exchange */
     case T_MSGRATE: return 1000000;
     case T_RING: return 20000;
+    case T_NAMES_LOOKUP: return 1000000; /* of each kind, per count of names */
+    case T_NAMES_EVENT: return 1000;
+    case T_MCAST: {
+        long n = (long)((64u << 20) / (size + 64));
+        return n > 10000 ? 10000 : n < 100 ? 100 : n;
+    }
     default: return 1;
     }
 }
@@ -305,13 +369,42 @@ static int has_p99(enum test t) { return t == T_LATENCY || t == T_CONNECT; }
 
 static int ranks_of(const struct opts *o, const struct job *j)
 {
-    return o->test == T_RING ? j->size : o->test == T_MULTIPLEX ? 4 : 2;
+    if (o->test == T_RING || o->test == T_MCAST)
+        return j->size;
+    return o->test == T_MULTIPLEX ? 4 : o->test == T_NAMES_LOOKUP ? 1 : 2;
+}
+
+/* The names tests' lines under the header's first. */
+static void names_header(const struct opts *o, const struct job *j)
+{
+    const char *who = j->named ? "programs joined by name" : "ranks";
+    if (o->test == T_NAMES_LOOKUP)
+        printf("# 1 process: one endpoint publishes node-scope names {type, 16 k}, k < pubs; "
+               "batches of %d calls\n", NAMES_LOOKUP_BATCH);
+    else if (o->test == T_NAMES_EVENT)
+        printf("# 2 %s, cluster scope, one event in flight\n", who);
+    else
+        printf("# %d %s: rank 0 sends to ranks 1..%d, each publishing {type, its rank}\n",
+               j->size, who, j->size - 1);
+    if (names_row[o->test].key)
+        printf("%10s", names_row[o->test].key);
+    for (int k = 0; k < names_row[o->test].nops; k++)
+        printf("  %14s %10s", names_row[o->test].ops[k], "p99");
+    if (o->test == T_MCAST)
+        printf("  %10s", "vs sends");
+    printf("\n");
 }
 
 static void print_header(const struct opts *o, const struct job *j)
 {
     if (o->out == OUT_JSON)
         return;
+    if (o->out == OUT_CSV && names_row[o->test].nops) {
+        const char *key = names_row[o->test].key;
+        printf("test,transport,op,%s%svalue,unit,p99,iters,ranks\n", key ? key : "",
+               key ? "," : "");
+        return;
+    }
     if (o->out == OUT_CSV) {
         printf("test,transport,peer,size,value,unit,p99,iters,ranks,window,recv\n");
         return;
@@ -326,12 +419,19 @@ static void print_header(const struct opts *o, const struct job *j)
         "bandwidth for each message length and window of messages in flight",
         "bandwidth of each of two pairs streaming at once (seed 000, figure 2)",
         "one-way latency and bandwidth over the rails FM_RAILS names",
+        "ns per fm_name_lookup (hit, miss) and fm_name_lookup_all, median and p99 of batches",
+        "time from fm_name_publish (withdraw) on rank 1 to the event on rank 0",
+        "time of one fm_name_mcast to N publishers and of N fm_send calls to them",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
+    if (names_row[o->test].nops) {
+        names_header(o, j);
+        return;
+    }
     printf("# %d %s, %s receiver%s%s%s\n", ranks_of(o, j),
            j->named ? "programs joined by name" : "ranks",
            o->in_place ? "in-place" : "copying", o->peer ? ", peer: kernel " : "",
-           o->peer ? o->peer : "", "");
+           o->peer ? o->peer : "", o->by_name ? ", fastmsg looks the server up each time" : "");
     printf("%10s", "size");
     if (o->test == T_SWEEP)
         printf(" %7s", "window");
@@ -360,6 +460,8 @@ static void json_line(const struct opts *o, const struct job *j, const char *tra
     printf(", \"iters\": %ld, \"ranks\": %d", iters, ranks_of(o, j));
     if (j->named)
         printf(", \"joined\": \"name\"");
+    if (o->by_name && !peer)
+        printf(", \"server\": \"name\"");
     if (o->test == T_BW || o->test == T_SWEEP || o->test == T_MULTIPLEX)
         printf(", \"window\": %d", o->window);
     if (o->test == T_MULTIPLEX)
@@ -411,6 +513,54 @@ static void report(const struct opts *o, const struct job *j, size_t size, struc
                                              : fm.median / peer->median;
         printf("  %9.2fx", ratio);
     }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* A row of a names test: f[k] is the figure of names_row[test].ops[k]; key
+ * the count of names or the size, when the row has one. */
+static void report_ops(const struct opts *o, const struct job *j, size_t key,
+                       const struct figure *f, long iters)
+{
+    const char *keyname = names_row[o->test].key, *unit = units[o->test];
+    int n = names_row[o->test].nops;
+    if (o->out == OUT_JSON || o->out == OUT_CSV) {
+        for (int k = 0; k < n; k++) {
+            const char *op = names_row[o->test].ops[k];
+            if (o->out == OUT_CSV) {
+                printf("%s,%s,%s,", test_names[o->test], o->label, op);
+                if (keyname)
+                    printf("%zu,", key);
+                printf("%.4f,%s,%.4f,%ld,%d\n", f[k].median, unit, f[k].p99, iters,
+                       ranks_of(o, j));
+                continue;
+            }
+            printf("{\"test\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", ",
+                   test_names[o->test], o->label, op);
+            if (keyname)
+                printf("\"%s\": %zu, ", keyname, key);
+            printf("\"value\": %.4f, \"unit\": \"%s\", \"stat\": \"median\", \"p99\": %.4f, "
+                   "\"iters\": %ld, \"ranks\": %d",
+                   f[k].median, unit, f[k].p99, iters, ranks_of(o, j));
+            if (j->named)
+                printf(", \"joined\": \"name\"");
+            printf("}\n");
+        }
+        fflush(stdout);
+        return;
+    }
+    char v[32], p[32];
+    if (o->test == T_MCAST)
+        printf("%10s", human_size(key, v, sizeof(v)));
+    else if (keyname)
+        printf("%10zu", key);
+    for (int k = 0; k < n; k++) {
+        snprintf(v, sizeof(v), "%.3f %s", f[k].median, unit);
+        snprintf(p, sizeof(p), "%.3f %s", f[k].p99, unit);
+        printf("  %14s %10s", v, p);
+    }
+    if (o->test == T_MCAST)
+        printf("  %9.2fx", f[1].median / f[0].median);
     printf("\n");
     fflush(stdout);
 }
@@ -493,6 +643,19 @@ static void run_multiplex(const struct opts *o, struct job *j, struct xport *fm,
     }
 }
 
+/* names-lookup: a row per count of names, each adding to the last's. */
+static void run_names_lookup(const struct opts *o, struct job *j, fm_ep *ep)
+{
+    long iters = iters_for(o, 0);
+    for (int i = 0; i < o->npubs; i++) {
+        struct figure f[3] = {{0, 0}, {0, 0}, {0, 0}};
+        uint32_t from = i > 0 ? (uint32_t)o->pubs[i - 1] : 0;
+        pat_names_lookup(j, ep, from, (uint32_t)o->pubs[i], iters, f);
+        if (j->rank == 0)
+            report_ops(o, j, o->pubs[i], f, iters);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -509,7 +672,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmperf: --name-file joins programs started by hand, not by fmrun\n");
         return 2;
     }
-    int need = o.test == T_MULTIPLEX ? 4 : 2;
+    int need = o.test == T_MULTIPLEX ? 4 : o.test == T_NAMES_LOOKUP ? 1 : 2;
     if (!o.name_file && j.size < need) {
         fprintf(stderr, "fmperf: needs at least %d ranks: fmrun -n %d fmperf %s\n", need, need,
                 test_names[o.test]);
@@ -524,6 +687,11 @@ int main(int argc, char **argv)
     }
     if (o.name_file)
         job_join_by_name(&j, o.name_file, o.side);
+    fm_ep *names = NULL;
+    if (names_row[o.test].nops && (rc = fm_ep_open(j.ctx, NAMES_CHANNEL, &names)) != 0) {
+        fprintf(stderr, "fmperf: fm_ep_open: %s\n", fm_strerror(rc));
+        return 1;
+    }
     size_t max = 1;
     for (int i = 0; i < o.nsizes; i++)
         max = o.sizes[i] > max ? o.sizes[i] : max;
@@ -537,7 +705,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmperf: cannot write %s\n", o.trace);
         return 1;
     }
-    struct xport *fm = xport_fm_open(&j, o.in_place);
+    struct xport *fm = xport_fm_open(&j, o.in_place, o.by_name);
     struct xport *peer = NULL;
     if (o.peer && o.test != T_IDLE) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -547,13 +715,32 @@ int main(int argc, char **argv)
     }
     if (j.rank == 0)
         print_header(&o, &j);
+    if (o.test == T_NAMES_LOOKUP) {
+        run_names_lookup(&o, &j, names);
+    } else if (o.test == T_NAMES_EVENT) {
+        struct figure f[2] = {{0, 0}, {0, 0}};
+        long iters = iters_for(&o, 0);
+        pat_names_event(&j, names, iters, f);
+        if (j.rank == 0)
+            report_ops(&o, &j, 0, f, iters);
+    } else if (o.test == T_MCAST) {
+        pat_mcast_join(&j, names);
+    }
     time_t start = time(NULL), last = start;
     int nw = o.test == T_SWEEP ? o.nwindows : 1;
-    for (int i = 0; i < o.nsizes * nw; i++) {
+    int rows = sized(o.test) ? o.nsizes * nw : 0;
+    for (int i = 0; i < rows; i++) {
         size_t size = o.sizes[i / nw];
         if (o.test == T_SWEEP)
             o.window = (int)o.windows[i % nw];
         long iters = iters_for(&o, size);
+        if (o.test == T_MCAST) {
+            struct figure f[2] = {{0, 0}, {0, 0}};
+            pat_mcast(&j, names, buf, size, iters, f);
+            if (j.rank == 0)
+                report_ops(&o, &j, size, f, iters);
+            continue;
+        }
         if (o.test == T_MULTIPLEX) {
             run_multiplex(&o, &j, fm, peer, pairs, buf, size, iters);
             continue;
@@ -569,9 +756,9 @@ int main(int argc, char **argv)
         if (j.rank == 0) {
             report(&o, &j, size, f, peer ? &p : NULL, iters);
             time_t now = time(NULL);
-            if (now - last >= 2 && i + 1 < o.nsizes * nw) {
+            if (now - last >= 2 && i + 1 < rows) {
                 fprintf(stderr, "fmperf: %s: %d of %d done (%lds)\n", test_names[o.test],
-                        i + 1, o.nsizes * nw, (long)(now - start));
+                        i + 1, rows, (long)(now - start));
                 last = now;
             }
         }
@@ -582,6 +769,8 @@ int main(int argc, char **argv)
     if (pat_trace)
         fclose(pat_trace);
     free(buf);
+    if (names)
+        fm_ep_close(names);
     fm_ep_close(j.ctl);
     fm_finalize(j.ctx);
     return 0;

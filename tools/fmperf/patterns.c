@@ -2,11 +2,25 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+/* The names tests' types (a private FM_KEY keeps other runs out). */
+#define LOOKUP_TYPE 0x4c4f4f4bu /* "LOOK" */
+#define EVENT_TYPE 0x45564e54u  /* "EVNT" */
+#define MCAST_TYPE 0x4d434153u  /* "MCAS" */
+#define LOOKUP_STRIDE 16        /* names are {type, 16 k}: the instances between are absent */
+#define NAMES_WAIT_S 30         /* for a name or an event to reach another host */
+
 FILE *pat_trace;
+
+static void die(const char *what, long rc)
+{
+    fprintf(stderr, "fmperf: %s: %s\n", what, fm_strerror((int)rc));
+    exit(1);
+}
 
 static double now_us(void)
 {
@@ -247,5 +261,276 @@ void pat_multiplex(struct xport *x, struct job *j, const int (*pairs)[2], void *
         else if (j->rank == 0)
             job_ctl_recv(j, from, &out[p], sizeof(out[p]));
     }
+    job_barrier(j);
+}
+
+/* splitmix64: the instances a batch looks up, drawn before it is timed. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Publishes {LOOKUP_TYPE, 16 k} for k in [from, to), one agent round trip
+ * each; says how far it got every few seconds. */
+static void publish_range(struct job *j, fm_ep *ep, uint32_t from, uint32_t to)
+{
+    ssize_t there = fm_name_lookup_all(j->ctx, LOOKUP_TYPE, 0, UINT32_MAX, NULL, 0);
+    if (there < 0)
+        die("fm_name_lookup_all", there);
+    if ((uint32_t)there != from) {
+        fprintf(stderr, "fmperf: %zd names of type 0x%x where this run published %u "
+                "(another run in this domain? set FM_KEY)\n", there, LOOKUP_TYPE, from);
+        exit(1);
+    }
+    double t0 = now_us(), last = t0;
+    uint32_t last_k = from;
+    for (uint32_t k = from; k < to; k++) {
+        int rc = fm_name_publish(ep, LOOKUP_TYPE, k * LOOKUP_STRIDE, k * LOOKUP_STRIDE,
+                                 FM_SCOPE_NODE);
+        if (rc == FM_ENOMEM) {
+            fprintf(stderr, "fmperf: the node's name table is full after %u names (a new "
+                    "agent reads FM_NAMES_MAX)\n", k);
+            exit(1);
+        }
+        if (rc)
+            die("fm_name_publish", rc);
+        double t = now_us();
+        if (t - last >= 2e6) {
+            fprintf(stderr, "fmperf: names-lookup: %u of %u names published (%.0f us each "
+                    "lately, %.0f s)\n", k + 1, to, (t - last) / (k + 1 - last_k),
+                    (t - t0) / 1e6);
+            last = t;
+            last_k = k + 1;
+        }
+    }
+}
+
+void pat_names_lookup(struct job *j, fm_ep *ep, uint32_t from, uint32_t to, long iters,
+                      struct figure out[3])
+{
+    if (j->rank != 0)
+        return;
+    publish_range(j, ep, from, to);
+    long batch = iters < NAMES_LOOKUP_BATCH ? iters : NAMES_LOOKUP_BATCH;
+    long batches = iters / batch;
+    uint32_t *inst = malloc(sizeof(uint32_t) * (size_t)batch);
+    double *s = malloc(sizeof(double) * (size_t)batches);
+    uint64_t rnd = 1;
+    for (int kind = 0; kind < 3; kind++) {
+        for (long b = -1; b < batches; b++) { /* b = -1 warms up */
+            for (long i = 0; i < batch; i++) {
+                uint32_t k = (uint32_t)(next_random(&rnd) % to), off = 0;
+                if (kind == 1)
+                    off = 1 + (uint32_t)(next_random(&rnd) % (LOOKUP_STRIDE - 1));
+                inst[i] = k * LOOKUP_STRIDE + off;
+            }
+            long bad = 0;
+            fm_addr a;
+            struct fm_name_entry e;
+            double t0 = now_us();
+            if (kind == 0)
+                for (long i = 0; i < batch; i++)
+                    bad += fm_name_lookup(j->ctx, LOOKUP_TYPE, inst[i], 0, &a) != 0;
+            else if (kind == 1)
+                for (long i = 0; i < batch; i++)
+                    bad += fm_name_lookup(j->ctx, LOOKUP_TYPE, inst[i], 0, &a) != FM_ENONAME;
+            else
+                for (long i = 0; i < batch; i++)
+                    bad += fm_name_lookup_all(j->ctx, LOOKUP_TYPE, inst[i], inst[i], &e, 1) != 1;
+            double t = now_us() - t0;
+            if (bad) {
+                fprintf(stderr, "fmperf: %ld of %ld lookups found %s\n", bad, batch,
+                        kind == 1 ? "a name that was not published" : "no name");
+                exit(1);
+            }
+            if (b >= 0)
+                s[b] = t * 1e3 / (double)batch;
+        }
+        out[kind] = summarize(s, batches);
+    }
+    free(s);
+    free(inst);
+}
+
+/* The kernel's boot id: processes that share it share CLOCK_MONOTONIC. */
+static void boot_id(char id[37])
+{
+    memset(id, 0, 37);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return;
+    if (!fgets(id, 37, f))
+        id[0] = '\0';
+    fclose(f);
+}
+
+/* Waits for the event `what` of {EVENT_TYPE, inst} on ep; returns when
+ * fm_recv gave it (us). Anything else is dropped. */
+static double await_event(struct job *j, fm_ep *ep, int what, uint32_t inst)
+{
+    double until = now_us() + NAMES_WAIT_S * 1e6;
+    for (;;) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        fm_addr src;
+        ssize_t n = fm_recv(ep, seg, &nseg, &src);
+        double t = now_us();
+        if (n == FM_EAGAIN) {
+            if (t > until) {
+                fprintf(stderr, "fmperf: no name event for %d s (do the agents of the two "
+                        "hosts see each other?)\n", NAMES_WAIT_S);
+                exit(1);
+            }
+            fm_wait(ep, 100);
+            continue;
+        }
+        if (n == FM_EPEERLOST)
+            continue;
+        if (n < 0)
+            die("fm_recv", n);
+        struct fm_name_event ev;
+        int found = src == FM_ADDR_NAMES &&
+                    fm_name_event(j->ctx, seg, nseg, (size_t)n, &ev) == 0 &&
+                    ev.event == what && ev.lower == inst;
+        fm_recv_done(ep);
+        if (found)
+            return t;
+    }
+}
+
+void pat_names_event(struct job *j, fm_ep *ep, long iters, struct figure out[2])
+{
+    long warm = warmup_of(iters);
+    char id[2][37], go = 0;
+    uint32_t inst;
+    job_barrier(j);
+    if (j->rank == 0) {
+        boot_id(id[0]);
+        job_ctl_recv(j, 1, id[1], sizeof(id[1]));
+        if (strcmp(id[0], id[1]) != 0) {
+            fprintf(stderr, "fmperf: names-event compares CLOCK_MONOTONIC times: both sides "
+                    "must run on one kernel\n");
+            exit(1);
+        }
+        inst = (uint32_t)getpid(); /* apart from other runs' */
+        int rc = fm_name_subscribe(ep, EVENT_TYPE, inst, inst, FM_SUB_NO_STATUS, 1);
+        if (rc)
+            die("fm_name_subscribe", rc);
+        job_ctl_send(j, 1, &inst, sizeof(inst));
+        double *s[2] = {malloc(sizeof(double) * (size_t)iters),
+                        malloc(sizeof(double) * (size_t)iters)};
+        for (long i = -warm; i < iters; i++) {
+            for (int k = 0; k < 2; k++) {
+                double sent;
+                job_ctl_send(j, 1, &go, 1); /* one event in flight */
+                double t = await_event(j, ep, k ? FM_NAME_WITHDRAWN : FM_NAME_PUBLISHED, inst);
+                job_ctl_recv(j, 1, &sent, sizeof(sent));
+                if (i >= 0)
+                    s[k][i] = t - sent;
+            }
+        }
+        out[0] = summarize(s[0], iters);
+        out[1] = summarize(s[1], iters);
+        free(s[0]);
+        free(s[1]);
+        fm_name_unsubscribe(ep, 1);
+    } else if (j->rank == 1) {
+        boot_id(id[1]);
+        job_ctl_send(j, 0, id[1], sizeof(id[1]));
+        job_ctl_recv(j, 0, &inst, sizeof(inst));
+        for (long i = -warm; i < iters; i++) {
+            for (int k = 0; k < 2; k++) {
+                job_ctl_recv(j, 0, &go, 1);
+                double t = now_us();
+                int rc = k ? fm_name_withdraw(ep, EVENT_TYPE, inst, inst, FM_SCOPE_CLUSTER)
+                           : fm_name_publish(ep, EVENT_TYPE, inst, inst, FM_SCOPE_CLUSTER);
+                if (rc)
+                    die(k ? "fm_name_withdraw" : "fm_name_publish", rc);
+                job_ctl_send(j, 0, &t, sizeof(t));
+            }
+        }
+    }
+    job_barrier(j);
+}
+
+void pat_mcast_join(struct job *j, fm_ep *ep)
+{
+    uint32_t n = (uint32_t)j->size - 1;
+    if (j->rank > 0) {
+        int rc = fm_name_publish(ep, MCAST_TYPE, (uint32_t)j->rank, (uint32_t)j->rank,
+                                 FM_SCOPE_CLUSTER);
+        if (rc)
+            die("fm_name_publish", rc);
+    } else {
+        /* Replication takes a moment between hosts. */
+        ssize_t seen = 0;
+        for (int tries = 0; tries < NAMES_WAIT_S * 1000; tries++) {
+            seen = fm_name_lookup_all(j->ctx, MCAST_TYPE, 1, n, NULL, 0);
+            if (seen < 0)
+                die("fm_name_lookup_all", seen);
+            if (seen == (ssize_t)n)
+                break;
+            usleep(1000);
+        }
+        if (seen != (ssize_t)n) {
+            fprintf(stderr, "fmperf: after %d s, %zd publishers of {0x%x, 1..%u} instead of "
+                    "%u (another run in this domain? set FM_KEY)\n", NAMES_WAIT_S, seen,
+                    MCAST_TYPE, n, n);
+            exit(1);
+        }
+    }
+    job_barrier(j);
+}
+
+void pat_mcast(struct job *j, fm_ep *ep, void *buf, size_t size, long iters,
+               struct figure out[2])
+{
+    uint32_t n = (uint32_t)j->size - 1;
+    long warm = warmup_of(iters);
+    struct iovec v = {buf, size};
+    fm_addr *dst = NULL;
+    double *s = NULL;
+    if (j->rank == 0) {
+        struct fm_name_entry *e = malloc(sizeof(*e) * n);
+        dst = malloc(sizeof(*dst) * n);
+        s = malloc(sizeof(double) * (size_t)iters);
+        ssize_t got = fm_name_lookup_all(j->ctx, MCAST_TYPE, 1, n, e, n);
+        if (got != (ssize_t)n)
+            die("fm_name_lookup_all", got < 0 ? got : FM_ENONAME);
+        for (uint32_t k = 0; k < n; k++)
+            dst[k] = e[k].addr;
+        free(e);
+    }
+    for (int phase = 0; phase < 2; phase++) { /* 0: fm_name_mcast, 1: n fm_send */
+        job_barrier(j);
+        if (j->rank == 0) {
+            for (long i = -warm; i < iters; i++) {
+                double t0 = now_us();
+                if (phase == 0) {
+                    ssize_t rc = fm_name_mcast(ep, MCAST_TYPE, 1, n, &v, 1);
+                    if (rc < 0)
+                        die("fm_name_mcast", rc);
+                    if (rc != (ssize_t)n) {
+                        fprintf(stderr, "fmperf: fm_name_mcast reached %zd of %u\n", rc, n);
+                        exit(1);
+                    }
+                } else {
+                    for (uint32_t k = 0; k < n; k++)
+                        xport_fm_send(ep, dst[k], buf, size);
+                }
+                if (i >= 0)
+                    s[i] = now_us() - t0;
+            }
+            out[phase] = summarize(s, iters);
+        } else {
+            for (long i = -warm; i < iters; i++)
+                xport_fm_recv(ep, NULL, size);
+        }
+    }
+    free(s);
+    free(dst);
     job_barrier(j);
 }

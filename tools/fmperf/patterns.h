@@ -35,6 +35,31 @@ struct figure pat_connect(struct xport *x, struct job *j, void *buf, size_t size
 /* CPU share (percent) of rank 1 while it waits 1 s in fm_wait for nothing. */
 struct figure pat_idle(struct job *j);
 
+/* Names (fastmsg only), on an endpoint the caller opened on NAMES_CHANNEL. */
+#define NAMES_CHANNEL 4
+#define NAMES_LOOKUP_BATCH 10000 /* lookups timed together */
+
+/* names-lookup, on rank 0: publishes instances [from, to) of a type, one
+ * node-scope name each (those of earlier calls stay), then times
+ * fm_name_lookup of published instances (out[0]) and of absent ones
+ * (out[1]), and fm_name_lookup_all of one published instance (out[2]), in
+ * batches: ns per call, median and p99 of the batches' means. */
+void pat_names_lookup(struct job *j, fm_ep *ep, uint32_t from, uint32_t to, long iters,
+                      struct figure out[3]);
+/* names-event: rank 1 publishes and withdraws one name, rank 0 is
+ * subscribed to it; us from just before fm_name_publish to rank 0 receiving
+ * FM_NAME_PUBLISHED (out[0]), the same for withdraw (out[1]). One kernel:
+ * the two compare CLOCK_MONOTONIC times. */
+void pat_names_event(struct job *j, fm_ep *ep, long iters, struct figure out[2]);
+/* mcast: ranks 1..N publish {type, rank}; rank 0 waits until it sees all of
+ * them. Once, before pat_mcast. */
+void pat_mcast_join(struct job *j, fm_ep *ep);
+/* Rank 0's time (us) of one fm_name_mcast of `size` bytes to ranks 1..N
+ * (out[0]) and of N fm_send calls to the same addresses (out[1]); the
+ * others count what they receive. */
+void pat_mcast(struct job *j, fm_ep *ep, void *buf, size_t size, long iters,
+               struct figure out[2]);
+
 /* Seed 000's figure 2: two pairs of ranks, pairs[p] = {sender, receiver},
  * stream windows at once over what they share: each sender's bandwidth in
  * MB/s, in out[0] and out[1] on rank 0. */

@@ -30,7 +30,8 @@ struct xport {
     int (*serve)(struct xport *x, int from, void *buf, size_t len);
 };
 
-/* fmperf's channels: 0 data, 1 control, 2 idle test, 3 connect test's server. */
+/* fmperf's channels: 0 data, 1 control, 2 idle test, 3 connect test's server,
+ * 4 names tests (found by name: never introduced). */
 #define JOB_CHANNELS 4
 
 /* The job as fmperf sees it: fastmsg context and a control endpoint used
@@ -63,8 +64,15 @@ void job_join_by_name(struct job *j, const char *path, int side);
  * each endpoint a pattern sends to. Under a launcher it does nothing. */
 void job_introduce(struct job *j, uint32_t channel, fm_ep *ep);
 
-/* fastmsg over whatever path the library picks (data on channel 0). */
-struct xport *xport_fm_open(struct job *j, int in_place);
+/* fastmsg over whatever path the library picks (data on channel 0). With
+ * by_name, rank 1's connect server publishes a name, and each exchange
+ * looks it up instead of addressing the rank. */
+struct xport *xport_fm_open(struct job *j, int in_place, int by_name);
+/* Blocking fastmsg helpers: sends len bytes from ep to dst as one message,
+ * or several prefixes while the rings are full (an empty message when len is
+ * 0); receives len bytes, copying them to buf unless buf is NULL (in place). */
+void xport_fm_send(fm_ep *ep, fm_addr dst, const void *buf, size_t len);
+void xport_fm_recv(fm_ep *ep, void *buf, size_t len);
 /* Kernel sockets between the ranks of each pair (or every rank and its
  * successor when ring is set), over loopback within a host; busy-poll when
  * the ranks have a core each. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct fm_xport {
     struct xport x;
@@ -11,9 +12,12 @@ struct fm_xport {
     fm_ep *ep;
     fm_ep *server;      /* channel SERVER_CHANNEL: the connect test's server */
     uint32_t next_chan; /* fresh channels for the connect test's clients */
+    int by_name;        /* the connect test's clients look the server up */
 };
 
 #define SERVER_CHANNEL 3
+#define SERVER_TYPE 0x4e414d45u /* "NAME": the server's name is {type, 1}, cluster scope */
+#define SERVER_WAIT_S 30        /* for the name to reach the client's node */
 
 static void die(const char *what, long rc)
 {
@@ -43,9 +47,7 @@ uint64_t xport_consume(const void *p, size_t len)
     return acc;
 }
 
-/* Sends len bytes to (to, channel) as one message or several prefixes
- * (an empty message when len is 0). */
-static void send_bytes(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
+void xport_fm_send(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
 {
     size_t off = 0;
     for (;;) {
@@ -67,9 +69,7 @@ static void send_bytes(fm_ep *ep, fm_addr dst, const void *buf, size_t len)
 
 static volatile uint64_t sink;
 
-/* Receives len bytes (one empty message when len is 0); copies them to buf
- * unless buf is NULL (in place). */
-static void recv_bytes(fm_ep *ep, void *buf, size_t len)
+void xport_fm_recv(fm_ep *ep, void *buf, size_t len)
 {
     size_t got = 0;
     for (;;) {
@@ -110,7 +110,7 @@ fm_addr job_addr(const struct job *j, int rank, uint32_t channel)
 
 void job_ctl_send(struct job *j, int to, const void *buf, size_t len)
 {
-    send_bytes(j->ctl, job_addr(j, to, 1), buf, len);
+    xport_fm_send(j->ctl, job_addr(j, to, 1), buf, len);
 }
 
 /* Control messages that arrived from another rank than the one awaited. */
@@ -190,7 +190,7 @@ void job_barrier(struct job *j)
 static int fm_x_send(struct xport *x, int to, const void *buf, size_t len)
 {
     struct fm_xport *f = (struct fm_xport *)x;
-    send_bytes(f->ep, job_addr(f->job, to, 0), buf, len);
+    xport_fm_send(f->ep, job_addr(f->job, to, 0), buf, len);
     return 0;
 }
 
@@ -198,7 +198,7 @@ static int fm_x_recv(struct xport *x, int from, void *buf, size_t len)
 {
     struct fm_xport *f = (struct fm_xport *)x;
     (void)from;
-    recv_bytes(f->ep, x->in_place ? NULL : buf, len);
+    xport_fm_recv(f->ep, x->in_place ? NULL : buf, len);
     return 0;
 }
 
@@ -210,6 +210,18 @@ static void fm_x_close(struct xport *x)
     free(f);
 }
 
+/* The connect test's server: rank `to`, or the publisher of its name. */
+static fm_addr server_addr(struct fm_xport *f, int to)
+{
+    if (!f->by_name)
+        return job_addr(f->job, to, SERVER_CHANNEL);
+    fm_addr a;
+    int rc = fm_name_lookup(f->job->ctx, SERVER_TYPE, 1, 0, &a);
+    if (rc)
+        die("fm_name_lookup", rc);
+    return a;
+}
+
 /* A "connection" in fastmsg is a pair of endpoints: open one on a fresh
  * channel, talk, close it (which ends its flows). */
 static int fm_x_exchange(struct xport *x, int to, void *buf, size_t len)
@@ -219,8 +231,8 @@ static int fm_x_exchange(struct xport *x, int to, void *buf, size_t len)
     int rc = fm_ep_open(f->job->ctx, f->next_chan++, &ep);
     if (rc)
         die("fm_ep_open", rc);
-    send_bytes(ep, job_addr(f->job, to, SERVER_CHANNEL), buf, len);
-    recv_bytes(ep, buf, len);
+    xport_fm_send(ep, server_addr(f, to), buf, len);
+    xport_fm_recv(ep, buf, len);
     fm_ep_close(ep);
     return 0;
 }
@@ -247,11 +259,43 @@ static int fm_x_serve(struct xport *x, int from, void *buf, size_t len)
         }
         fm_recv_done(f->server);
     } while (got < len);
-    send_bytes(f->server, src, buf, len);
+    xport_fm_send(f->server, src, buf, len);
     return 0;
 }
 
-struct xport *xport_fm_open(struct job *j, int in_place)
+/* --names: rank 1's server publishes its name; rank 0 waits until that is
+ * the only publication of the name it sees (replication takes a moment
+ * between hosts, and a previous run's may linger there). */
+static void publish_server(struct fm_xport *f)
+{
+    struct job *j = f->job;
+    if (j->rank == 1) {
+        int rc = fm_name_publish(f->server, SERVER_TYPE, 1, 1, FM_SCOPE_CLUSTER);
+        if (rc)
+            die("fm_name_publish", rc);
+        return;
+    }
+    if (j->rank != 0)
+        return;
+    fm_addr want = job_addr(j, 1, SERVER_CHANNEL);
+    struct fm_name_entry e[2];
+    ssize_t n = 0;
+    for (int tries = 0; tries < SERVER_WAIT_S * 1000; tries++) {
+        n = fm_name_lookup_all(j->ctx, SERVER_TYPE, 1, 1, e, 2);
+        if (n < 0)
+            die("fm_name_lookup_all", n);
+        if (n == 1 && e[0].addr == want)
+            return;
+        usleep(1000);
+    }
+    fprintf(stderr,
+            "fmperf: after %d s, %zd publishers of {0x%x, 1} instead of rank 1's server alone "
+            "(another run in this domain? set FM_KEY)\n",
+            SERVER_WAIT_S, n, SERVER_TYPE);
+    exit(1);
+}
+
+struct xport *xport_fm_open(struct job *j, int in_place, int by_name)
 {
     struct fm_xport *f = calloc(1, sizeof(*f));
     if (!f)
@@ -265,6 +309,9 @@ struct xport *xport_fm_open(struct job *j, int in_place)
     job_introduce(j, SERVER_CHANNEL, f->server);
     f->job = j;
     f->next_chan = 1u << 20;
+    f->by_name = by_name;
+    if (by_name)
+        publish_server(f);
     f->x = (struct xport){.name = "fastmsg", .in_place = in_place, .send = fm_x_send,
                           .recv = fm_x_recv, .close = fm_x_close, .exchange = fm_x_exchange,
                           .serve = fm_x_serve};
