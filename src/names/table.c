@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Shared entries move a word at a time with relaxed atomics: a reader may
  * read an area while the agent rewrites it (it then retries), which in C11
@@ -22,7 +23,7 @@ struct nt_writer {
     uint32_t cap;
     uint32_t n, alloc;             /* entries in e, room in e and order */
     struct nt_entry *e;            /* the table, in no order */
-    const struct nt_entry **order; /* nt_commit's sort */
+    uint32_t *order;               /* positions in e, sorted: kept so at each change */
     uint32_t *index;               /* open addressing on (node, id): position + 1, 0 free */
     uint32_t mask;                 /* index slots - 1 */
     bool dirty;
@@ -117,12 +118,40 @@ static int grow(struct nt_writer *w)
     if (!e)
         return -ENOMEM;
     w->e = e;
-    const struct nt_entry **order = realloc(w->order, alloc * sizeof(*order));
+    uint32_t *order = realloc(w->order, alloc * sizeof(*order));
     if (!order)
         return -ENOMEM;
     w->order = order;
     w->alloc = alloc;
     return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+
+static int cmp_entry(const struct nt_entry *a, const struct nt_entry *b)
+{
+    int c = cmp_u64(a->type, b->type);
+    if (!c)
+        c = cmp_u64(a->lower, b->lower);
+    if (!c)
+        c = cmp_u64(a->upper, b->upper);
+    if (!c)
+        c = cmp_u64(a->node, b->node);
+    return c ? c : cmp_u64(a->id, b->id);
+}
+
+/* Where e is, or would go, in the sorted order (entries are unique). */
+static uint32_t order_pos(const struct nt_writer *w, const struct nt_entry *e)
+{
+    uint32_t lo = 0, hi = w->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cmp_entry(&w->e[w->order[mid]], e) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 int nt_add(struct nt_writer *w, const struct nt_entry *e)
@@ -139,6 +168,9 @@ int nt_add(struct nt_writer *w, const struct nt_entry *e)
         if (rc < 0)
             return rc;
     }
+    uint32_t at = order_pos(w, e);
+    memmove(w->order + at + 1, w->order + at, (w->n - at) * sizeof(*w->order));
+    w->order[at] = w->n;
     w->e[w->n] = *e;
     w->index[s] = ++w->n;
     w->dirty = true;
@@ -154,10 +186,13 @@ int nt_remove(struct nt_writer *w, uint32_t node, uint64_t id, struct nt_entry *
     if (out)
         *out = w->e[p - 1];
     unindex(w, s);
+    uint32_t at = order_pos(w, &w->e[p - 1]);
+    memmove(w->order + at, w->order + at + 1, (w->n - at - 1) * sizeof(*w->order));
     uint32_t last = --w->n;
-    if (p - 1 != last) {
+    if (p - 1 != last) { /* the last entry fills the hole: its place in the order follows it */
         const struct nt_entry *moved = &w->e[last];
         w->index[probe(w, moved->node, moved->id)] = p;
+        w->order[order_pos(w, moved)] = p - 1;
         w->e[p - 1] = *moved;
     }
     w->dirty = true;
@@ -176,22 +211,6 @@ void nt_each(const struct nt_writer *w, void (*fn)(void *arg, const struct nt_en
 {
     for (uint32_t i = 0; i < w->n; i++)
         fn(arg, &w->e[i]);
-}
-
-static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
-
-static int cmp_entry(const void *pa, const void *pb)
-{
-    const struct nt_entry *a = *(const struct nt_entry *const *)pa;
-    const struct nt_entry *b = *(const struct nt_entry *const *)pb;
-    int c = cmp_u64(a->type, b->type);
-    if (!c)
-        c = cmp_u64(a->lower, b->lower);
-    if (!c)
-        c = cmp_u64(a->upper, b->upper);
-    if (!c)
-        c = cmp_u64(a->node, b->node);
-    return c ? c : cmp_u64(a->id, b->id);
 }
 
 static void store_entry(struct nt_entry *dst, const struct nt_entry *src)
@@ -216,16 +235,13 @@ void nt_commit(struct nt_writer *w)
         return;
     struct nt_shm *shm = w->shm;
     uint32_t next = 1 - shm->active, n = w->n;
-    for (uint32_t i = 0; i < n; i++)
-        w->order[i] = &w->e[i];
-    qsort(w->order, n, sizeof(*w->order), cmp_entry);
     /* Readers still in this area (they read `active` before the last flip)
      * must find seq moved once they can see any of the stores below. */
     __atomic_thread_fence(__ATOMIC_RELEASE);
     struct nt_entry *area = shm->area + (size_t)next * w->cap;
     for (uint32_t i = 0, maxupper = 0; i < n; i++) {
-        struct nt_entry e = *w->order[i];
-        bool same_type = i > 0 && e.type == w->order[i - 1]->type;
+        struct nt_entry e = w->e[w->order[i]];
+        bool same_type = i > 0 && e.type == w->e[w->order[i - 1]].type;
         maxupper = same_type ? FM_MAX(maxupper, e.upper) : e.upper;
         e.maxupper = maxupper;
         store_entry(&area[i], &e);
