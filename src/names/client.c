@@ -52,6 +52,16 @@ struct fm_names {
     uint32_t rr[256]; /* round-robin cursors, by (type, instance) hash */
     pthread_mutex_t cache_lock;
     struct cached cache[ADDR_CACHE];
+    /* The destinations of the last multicast, valid while the replica has
+     * not changed: a stream of multicasts to one range looks them up once. */
+    pthread_mutex_t mcast_lock;
+    struct {
+        uint32_t type, lower, upper;
+        uint64_t commits;
+        const struct nt_shm *shm;
+        fm_addr *dst;
+        size_t n;
+    } group;
 };
 
 /* ---- the agent ---- */
@@ -213,6 +223,7 @@ static struct fm_names *names_of(fm_ctx *ctx)
     if (!ctx->names && (nm = calloc(1, sizeof(*nm))) != NULL) {
         pthread_mutex_init(&nm->lock, NULL);
         pthread_mutex_init(&nm->cache_lock, NULL);
+        pthread_mutex_init(&nm->mcast_lock, NULL);
         nm->fd = -1;
         __atomic_store_n(&ctx->names, nm, __ATOMIC_RELEASE);
     }
@@ -452,6 +463,77 @@ static int addr_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The distinct publishers of [lower, upper] into nm->group (mcast_lock
+ * held), unless the replica has not changed since the last time. */
+static ssize_t group_of(fm_ctx *ctx, struct fm_names *nm, const struct nt_shm *shm,
+                        uint32_t type, uint32_t lower, uint32_t upper)
+{
+    uint64_t commits = __atomic_load_n(&shm->commits, __ATOMIC_ACQUIRE);
+    if (nm->group.dst && nm->group.shm == shm && nm->group.commits == commits &&
+        nm->group.type == type && nm->group.lower == lower && nm->group.upper == upper)
+        return (ssize_t)nm->group.n;
+    struct fm_name_entry small[64], *all = small;
+    ssize_t total = fm_name_lookup_all(ctx, type, lower, upper, small, 64);
+    if (total > 64) {
+        all = malloc((size_t)total * sizeof(*all));
+        if (!all)
+            return FM_ENOMEM;
+        total = fm_name_lookup_all(ctx, type, lower, upper, all, (size_t)total);
+    }
+    fm_addr *dst = total > 0 ? malloc((size_t)total * sizeof(*dst)) : NULL;
+    if (total > 0 && !dst)
+        total = FM_ENOMEM;
+    for (ssize_t i = 0; i < total; i++)
+        dst[i] = all[i].addr;
+    if (all != small)
+        free(all);
+    if (total <= 0) {
+        free(dst);
+        return total;
+    }
+    /* An endpoint publishing several overlapping ranges receives once. */
+    qsort(dst, (size_t)total, sizeof(*dst), addr_cmp);
+    size_t n = 0;
+    for (ssize_t i = 0; i < total; i++)
+        if (!n || dst[n - 1] != dst[i])
+            dst[n++] = dst[i];
+    free(nm->group.dst);
+    nm->group.dst = dst, nm->group.n = n, nm->group.shm = shm, nm->group.commits = commits;
+    nm->group.type = type, nm->group.lower = lower, nm->group.upper = upper;
+    return (ssize_t)n;
+}
+
+/* The whole message to dst, waiting for room until *deadline (set at the
+ * first wait): 1 if it went, 0 if the destination is gone, FM_ETIMEDOUT. */
+static int send_whole(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt, size_t len,
+                      uint64_t *deadline)
+{
+    for (int tries = 0;; tries++) {
+        void *buf;
+        ssize_t n = fm_send_prepare(ep, dst, len, &buf);
+        if (n >= 0 && (size_t)n >= len) {
+            size_t off = 0;
+            for (int i = 0; i < iovcnt; i++) {
+                memcpy((char *)buf + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
+            fm_send_commit(ep, len);
+            return 1;
+        }
+        if (n < 0 && n != FM_EAGAIN)
+            return 0; /* lost meanwhile: skipped */
+        uint64_t now = fm_now_ns();
+        if (!*deadline)
+            *deadline = now + (uint64_t)ep->ctx->cfg.names_mcast_ms * 1000000u;
+        else if (now > *deadline)
+            return FM_ETIMEDOUT;
+        if (tries < 16)
+            fm_links_progress(ep->ctx, 1);
+        else
+            fm_wait(ep, 1);
+    }
+}
+
 ssize_t fm_name_mcast(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper,
                       const struct iovec *iov, int iovcnt)
 {
@@ -463,62 +545,26 @@ ssize_t fm_name_mcast(fm_ep *ep, uint32_t type, uint32_t lower, uint32_t upper,
     if (len > MCAST_MAX)
         return FM_EMSGSIZE;
     fm_ctx *ctx = ep->ctx;
-    struct fm_name_entry small[64], *all = small;
-    ssize_t total = fm_name_lookup_all(ctx, type, lower, upper, small, 64);
-    if (total > 64) {
-        all = malloc((size_t)total * sizeof(*all));
-        if (!all)
-            return FM_ENOMEM;
-        total = fm_name_lookup_all(ctx, type, lower, upper, all, (size_t)total);
+    struct fm_names *nm;
+    int rc;
+    const struct nt_shm *shm = replica(ctx, &nm, &rc);
+    if (!shm)
+        return rc;
+    pthread_mutex_lock(&nm->mcast_lock);
+    ssize_t n = group_of(ctx, nm, shm, type, lower, upper);
+    if (n <= 0) {
+        pthread_mutex_unlock(&nm->mcast_lock);
+        return n < 0 ? n : FM_ENONAME;
     }
-    if (total <= 0) {
-        if (all != small)
-            free(all);
-        return total < 0 ? total : FM_ENONAME;
-    }
-    /* An endpoint publishing several overlapping ranges receives once. */
-    fm_addr *dst = malloc((size_t)total * sizeof(*dst));
-    if (!dst) {
-        if (all != small)
-            free(all);
-        return FM_ENOMEM;
-    }
-    for (ssize_t i = 0; i < total; i++)
-        dst[i] = all[i].addr;
-    if (all != small)
-        free(all);
-    qsort(dst, (size_t)total, sizeof(*dst), addr_cmp);
-    size_t ndst = 0;
-    for (ssize_t i = 0; i < total; i++)
-        if (!ndst || dst[ndst - 1] != dst[i])
-            dst[ndst++] = dst[i];
-    uint64_t deadline = fm_now_ns() + (uint64_t)ctx->cfg.names_mcast_ms * 1000000u;
+    uint64_t deadline = 0;
     ssize_t delivered = 0;
     int late = 0;
-    for (size_t k = 0; k < ndst; k++) {
-        for (;;) {
-            void *buf;
-            ssize_t n = fm_send_prepare(ep, dst[k], len, &buf);
-            if (n >= 0 && (size_t)n >= len) {
-                size_t off = 0;
-                for (int i = 0; i < iovcnt; i++) {
-                    memcpy((char *)buf + off, iov[i].iov_base, iov[i].iov_len);
-                    off += iov[i].iov_len;
-                }
-                fm_send_commit(ep, len);
-                delivered++;
-                break;
-            }
-            if (n < 0 && n != FM_EAGAIN)
-                break; /* lost meanwhile: skipped */
-            if (fm_now_ns() > deadline) {
-                late = 1;
-                break;
-            }
-            fm_links_progress(ctx, 1);
-        }
+    for (ssize_t k = 0; k < n && !late; k++) {
+        int r = send_whole(ep, nm->group.dst[k], iov, iovcnt, len, &deadline);
+        late = r == FM_ETIMEDOUT;
+        delivered += r == 1;
     }
-    free(dst);
+    pthread_mutex_unlock(&nm->mcast_lock);
     return late ? FM_ETIMEDOUT : delivered;
 }
 
@@ -559,6 +605,8 @@ void fm_names_free(fm_ctx *ctx)
         munmap((void *)nm->shm, nt_shm_size(nm->shm->cap));
     pthread_mutex_destroy(&nm->lock);
     pthread_mutex_destroy(&nm->cache_lock);
+    pthread_mutex_destroy(&nm->mcast_lock);
+    free(nm->group.dst);
     free(nm->held);
     free(nm);
     ctx->names = NULL;
