@@ -786,10 +786,16 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     pthread_mutex_unlock(&shm->lock);
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* even: closed */
     /* Zero the area and give its pages back, so the next endpoint starts
-     * fresh; an area no sender claimed a ring in is still zero. */
+     * fresh; an area no sender claimed a ring in is still zero. Only the
+     * claimed rings were written: punching them alone, not the whole area
+     * (tens of MiB), keeps an endpoint per exchange cheap. */
     if (__atomic_load_n(&d->nclaimed, __ATOMIC_ACQUIRE)) {
-        fallocate(shm->procs[shm->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                  seg_off(h, fm_seg_ctl(h, slot, 0)), (off_t)h->area_size);
+        int fd = shm->procs[shm->my_proc].memfd;
+        const int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+        for (int i = 0; i < shm->nsenders * shm->ep_max; i++)
+            if (__atomic_load_n(&fm_seg_ctl(h, slot, i)->claimed, __ATOMIC_ACQUIRE))
+                fallocate(fd, mode, seg_off(h, fm_seg_data(h, slot, i)), (off_t)h->ring_size);
+        fallocate(fd, mode, seg_off(h, fm_seg_ctl(h, slot, 0)), (off_t)h->ctl_size);
         shm->area_ready[slot] = 0;
     }
     free(se->rx);
