@@ -3,8 +3,9 @@
 # the baselines in the same run (kernel TCP and UDP, raw shared memory,
 # Open MPI with vader and with UCX, MPICH; the network path between two
 # network namespaces next to kernel UDP, TCP and iperf3; several rails next
-# to TCP and MPTCP; OpenSHMEM next to Open MPI's oshmem; job start-up under
-# each launcher next to MPI_Init), and prints the comparison.
+# to TCP and MPTCP; OpenSHMEM next to Open MPI's oshmem; names next to TCP's
+# connection per message; job start-up under each launcher next to
+# MPI_Init), and prints the comparison.
 #   bench/run.sh [--quick]
 # Raw results: build/bench/results.jsonl; the report: build/bench/report.md.
 set -eu
@@ -83,6 +84,9 @@ bash bench/rails.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "benc
 echo "+ bench/shmem.sh (OpenSHMEM next to Open MPI's oshmem, and between two hosts)" >&2
 bash bench/shmem.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/shmem.sh failed" >&2
 
+echo "+ bench/names.sh (names: lookup, events, multicast, connection per message)" >&2
+bash bench/names.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/names.sh failed" >&2
+
 echo "+ bench/startup.sh (job start-up under each launcher)" >&2
 bash bench/startup.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/startup.sh failed" >&2
 
@@ -99,6 +103,10 @@ if [ -s build/bench/shmem.md ]; then
   { echo; echo "## OpenSHMEM (bench/shmem.sh)"; echo; cat build/bench/shmem.md; } \
     >>build/bench/report.md
   sed -n '/^### The goals/,$p' build/bench/shmem.md
+fi
+if [ -s build/bench/names.md ]; then
+  { echo; echo "## Names (bench/names.sh)"; echo; cat build/bench/names.md; } >>build/bench/report.md
+  cat build/bench/names.md
 fi
 if [ -s build/bench/startup.md ]; then
   { echo; echo "## Job start-up (bench/startup.sh)"; echo; cat build/bench/startup.md; } \
