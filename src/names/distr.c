@@ -18,6 +18,7 @@
 #define PUB_FIXED 21 /* id, type, lower, upper, name length */
 #define VEC_ENTRY 13
 #define NO_ROOT 0xffffffffu
+#define FM_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 
 enum { K_JOIN = 1, K_STATE, K_ITEM, K_PROBE, K_ACK, K_VECTOR, K_PULL, K_TOMB, K_SYNCED };
 enum { OP_ADD = 1, OP_DEL, OP_DOWN };
@@ -377,8 +378,12 @@ static void view_rebuild(struct nd *d)
     for (size_t i = 1; i <= k; i++) {
         struct origin *o = find(d, d->view[((size_t)me + i) % d->nview]);
         o->monitored = 1;
-        if (o->last_heard < d->now) /* a new watch starts now, not at the last message */
-            o->last_heard = d->now;
+        /* A new watch gives the member two probes to answer, not a whole
+         * timeout: when several members die at once, the watches that pass
+         * to the next ones must not each wait down_us again. */
+        uint64_t grace = d->prm.down_us > 2 * d->prm.probe_us ? d->prm.down_us - 2 * d->prm.probe_us : 0;
+        if (o->last_heard + grace < d->now)
+            o->last_heard = d->now - grace;
     }
 }
 
@@ -1102,6 +1107,8 @@ void nd_tick(struct nd *d, uint64_t now_us)
     d->now = now_us;
     view_rebuild(d);
     size_t ntombs = 0;
+    /* A live member answers a direct probe within a probe period or two. */
+    uint64_t suspect_us = FM_MIN_U64(d->prm.down_us, 2 * (uint64_t)d->prm.probe_us + 1);
     for (size_t i = 0; i < d->tabcap; i++) {
         struct origin *o = d->tab[i];
         if (!o || o == d->self)
@@ -1112,8 +1119,8 @@ void nd_tick(struct nd *d, uint64_t now_us)
                 send_probe(d, o, K_PROBE);
             if (o->monitored && now_us - o->last_heard > d->prm.down_us)
                 declare_down(d, o);
-            else if (o->suspect_since && now_us - o->suspect_since > d->prm.down_us)
-                declare_down(d, o);
+            else if (o->suspect_since && now_us - o->suspect_since > suspect_us)
+                declare_down(d, o); /* reported down elsewhere, and silent to our probes */
         } else if (o->tomb_at && o->cardlen)
             ntombs++;
     }
