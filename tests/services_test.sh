@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 fails=0
 pids=()
 hosts=()
-export FMT_TIMEOUT=60 FM_LOG=error FM_NAMES_LINGER_MS=300 FM_NAMES_LOG=$tmp/agents.log
+export FMT_TIMEOUT=60 FM_LOG=error FM_NAMES_LINGER_MS=1500 FM_NAMES_LOG=$tmp/agents.log
 # A domain of this test's own: its agents are not anybody else's.
 export FM_KEY="services-test-$$"
 # This test's agents: they inherit its key.

@@ -167,15 +167,31 @@ static void req_init(struct na_req *r, int op)
     r->magic = NA_MAGIC, r->version = NA_VERSION, r->op = (uint16_t)op;
 }
 
+static int connect_once(fm_ctx *ctx, struct fm_names *nm);
+
 /* Connects (starting the agent if there is none), maps the replica, and
  * restores what this process had published and subscribed. names->lock held. */
 static int connect_agent(fm_ctx *ctx, struct fm_names *nm)
+{
+    int rc;
+    /* An agent that is just leaving may take the connection and close it:
+     * the next try starts a new one. */
+    for (int tries = 0; tries < 3; tries++)
+        if ((rc = connect_once(ctx, nm)) != FM_EPEERLOST)
+            break;
+    if (rc == FM_EPEERLOST)
+        fm_error("names", "the name agent did not answer");
+    return rc == FM_EPEERLOST ? FM_ESYS : rc;
+}
+
+static int connect_once(fm_ctx *ctx, struct fm_names *nm)
 {
     int rc = fm_domain_ready(ctx);
     if (rc)
         return rc;
     if (nm->fd >= 0)
         close(nm->fd);
+    nm->fd = -1;
     int fd = agent_dial(ctx);
     if (fd < 0) {
         if ((rc = agent_spawn()) != 0)
@@ -193,10 +209,8 @@ static int connect_agent(fm_ctx *ctx, struct fm_names *nm)
     struct na_rep rep;
     int memfd;
     if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello) ||
-        recv_fd(fd, &rep, &memfd) || rep.rc || rep.namelen > FM_NAME_MAX) {
-        fm_error("names", "the name agent did not answer");
-        return FM_ESYS;
-    }
+        recv_fd(fd, &rep, &memfd) || rep.rc || rep.namelen > FM_NAME_MAX)
+        return FM_EPEERLOST;
     size_t size = nt_shm_size(rep.cap);
     /* A replica mapped before stays mapped: a lookup may still be reading it. */
     void *shm = mmap(NULL, size, PROT_READ, MAP_SHARED, memfd, 0);
