@@ -1149,9 +1149,13 @@ void nd_tick(struct nd *d, uint64_t now_us)
 
 void nd_flush(struct nd *d)
 {
+    /* Batches live only until the flush: a buffer per member kept for
+     * good would make a node's memory grow with the cluster times 16 KiB. */
     for (size_t k = 0; k < d->noutq; k++) {
-        send_now(d, d->outq[k]);
-        d->outq[k]->queued = 0;
+        struct origin *o = d->outq[k];
+        send_now(d, o);
+        o->queued = 0;
+        o->out = xrealloc(d, o->out, ND_MSG_MAX, 0);
     }
     d->noutq = 0;
 }
