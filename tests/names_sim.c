@@ -1095,8 +1095,9 @@ static int dump_corpus(void)
     use_faults = 0;
     run_until(now + 2000000);
     dump_stage();
-    /* Agent 4 dies while agent 0 is cut off: after the heal, agent 0 still
-     * holds it live and is told it is down (a tomb). */
+    /* Agent 4 dies while agent 0 is cut off: after the heal, agent 0 may
+     * still hold it live and be told it is down (a tomb); a join's answer
+     * carries the tombs too. */
     ag[0].side = 0;
     ag[1].side = ag[2].side = ag[3].side = 1;
     partitioned = 1;
@@ -1104,6 +1105,9 @@ static int dump_corpus(void)
     run_until(now + 3000000);
     partitioned = 0;
     run_until(now + 5000000);
+    nd_contact(ag[0].d, &ag[1].idx, 4, now);
+    nd_flush(ag[0].d);
+    run_until(now + 1000000);
     dump_stage();
     ag[0].side = ag[1].side = 0;
     ag[2].side = ag[3].side = 1;

@@ -32,8 +32,8 @@ enum { OP_ADD = 1, OP_DEL, OP_DOWN };
 struct origin {
     uint32_t node, inc, seq;
     int live;
-    int monitored;
-    uint64_t last_heard, last_probe, suspect_since, tomb_at;
+    int monitored, was_monitored;
+    uint64_t last_heard, last_probe, suspect_since, tomb_at, last_vector;
     unsigned mismatches; /* consecutive probe answers with another digest */
     int mentioned;       /* in the vector being compared */
     int joined;          /* this node asked it for a snapshot */
@@ -372,7 +372,7 @@ static void view_rebuild(struct nd *d)
     qsort(d->view, d->nview, sizeof(*d->view), u32_cmp);
     for (size_t i = 0; i < d->tabcap; i++)
         if (d->tab[i])
-            d->tab[i]->monitored = 0;
+            d->tab[i]->was_monitored = d->tab[i]->monitored, d->tab[i]->monitored = 0;
     long me = view_index(d, d->node);
     size_t k = monitor_count(d->nview);
     for (size_t i = 1; i <= k; i++) {
@@ -382,7 +382,7 @@ static void view_rebuild(struct nd *d)
          * timeout: when several members die at once, the watches that pass
          * to the next ones must not each wait down_us again. */
         uint64_t grace = d->prm.down_us > 2 * d->prm.probe_us ? d->prm.down_us - 2 * d->prm.probe_us : 0;
-        if (o->last_heard + grace < d->now)
+        if (!o->was_monitored && o->last_heard + grace < d->now)
             o->last_heard = d->now - grace;
     }
 }
@@ -504,23 +504,53 @@ static void send_pull(struct nd *d, struct origin *to, uint32_t node)
     put32(record(d, to, K_PULL, 0, 4), node);
 }
 
-/* Children of this node in the tree rooted at `root` over the view: the
- * member at ring distance i from the root forwards to distances
- * fanout*i+1 .. fanout*i+fanout. */
-static size_t children(struct nd *d, uint32_t root, struct origin **out)
+/* Children of `who` in the tree rooted at `root` over the view, leaving
+ * out member `skip` (0: none): the member at ring distance i from the root
+ * forwards to distances fanout*i+1 .. fanout*i+fanout. */
+static size_t children_of(struct nd *d, uint32_t root, uint32_t who, uint32_t skip,
+                          struct origin **out)
 {
     view_rebuild(d);
-    long r = view_index(d, root), me = view_index(d, d->node);
-    if (r < 0 || me < 0)
+    long r = view_index(d, root), me = view_index(d, who), x = skip ? view_index(d, skip) : -1;
+    if (r < 0 || me < 0 || r == x || me == x)
         return 0;
-    size_t n = d->nview, dist = ((size_t)me + n - (size_t)r) % n, k = 0;
+    /* Indices in the view without x: those after it move down by one. */
+    size_t n = d->nview - (x >= 0);
+    size_t rv = (size_t)r - (x >= 0 && r > x), mv = (size_t)me - (x >= 0 && me > x);
+    size_t dist = (mv + n - rv) % n, k = 0;
     for (size_t c = 1; c <= d->prm.fanout; c++) {
         size_t dc = dist * d->prm.fanout + c;
         if (dc >= n)
             break;
-        out[k++] = find(d, d->view[((size_t)r + dc) % n]);
+        size_t v = (rv + dc) % n;
+        out[k++] = find(d, d->view[v + (x >= 0 && v >= (size_t)x)]);
     }
     return k;
+}
+
+static size_t children(struct nd *d, uint32_t root, struct origin **out)
+{
+    return children_of(d, root, d->node, 0, out);
+}
+
+/* o's state down root's tree from this node: o needs none, but its
+ * children in the tree do. */
+static void flood_to_kids(struct nd *d, uint32_t root, struct origin *o, struct origin *from)
+{
+    struct origin *kids[64], *grand[64];
+    size_t nk = children(d, root, kids);
+    for (size_t k = 0; k < nk; k++) {
+        if (kids[k] == from)
+            continue;
+        if (kids[k] != o) {
+            send_state(d, kids[k], o, S_FLOOD, root);
+            continue;
+        }
+        size_t ng = children_of(d, root, o->node, 0, grand);
+        for (size_t g = 0; g < ng; g++)
+            if (grand[g] != from)
+                send_state(d, grand[g], o, S_FLOOD, root);
+    }
 }
 
 /* An item of this node's own stream, to its children. */
@@ -548,11 +578,7 @@ static void emit_item(struct nd *d, int op, const void *arg)
 
 static void flood_state(struct nd *d, struct origin *o)
 {
-    struct origin *kids[64];
-    size_t nk = children(d, d->node, kids);
-    for (size_t k = 0; k < nk; k++)
-        if (kids[k] != o)
-            send_state(d, kids[k], o, S_FLOOD, d->node);
+    flood_to_kids(d, d->node, o, NULL);
 }
 
 static void reincarnate(struct nd *d, uint32_t seen_inc)
@@ -603,6 +629,12 @@ static int parse_card(struct rd *r, uint8_t *len, uint8_t *card)
     return 0;
 }
 
+static void stage_free(struct nd *d, struct origin *o)
+{
+    o->stage = xrealloc(d, o->stage, o->capstage * sizeof(*o->stage), 0);
+    o->nstage = o->capstage = 0;
+}
+
 /* A STATE part: applied when its last part is in. Returns 1 if the table
  * changed, 0 if not, -1 if malformed. */
 static int on_state(struct nd *d, struct rd *r, unsigned flags, struct origin *from)
@@ -639,6 +671,7 @@ static int on_state(struct nd *d, struct rd *r, unsigned flags, struct origin *f
     }
     if (!in_sequence) {
         o->stage_next = UINT32_MAX; /* wait for a new part 0 */
+        stage_free(d, o);
         return 0;
     }
     o->stage_next++;
@@ -647,6 +680,7 @@ static int on_state(struct nd *d, struct rd *r, unsigned flags, struct origin *f
     o->stage_next = UINT32_MAX;
     int newer = o->live ? (inc > o->inc || (inc == o->inc && seq > o->seq)) : inc > o->inc;
     if (!newer) {
+        stage_free(d, o);
         if (!o->live && from && o->cardlen)
             send_tomb(d, from, o); /* the sender holds a member that is down here */
         return 0;
@@ -666,13 +700,8 @@ static int on_state(struct nd *d, struct rd *r, unsigned flags, struct origin *f
     d->st.states_applied++;
     if ((flags & S_INTRO) && from == o)
         flood_state(d, o);
-    else if (flags & S_FLOOD) {
-        struct origin *kids[64];
-        size_t nk = children(d, root, kids);
-        for (size_t k = 0; k < nk; k++)
-            if (kids[k] != o && kids[k] != from)
-                send_state(d, kids[k], o, S_FLOOD, root);
-    }
+    else if (flags & S_FLOOD)
+        flood_to_kids(d, root, o, from);
     return 1;
 }
 
@@ -699,7 +728,8 @@ static void on_tomb_report(struct nd *d, struct origin *from, uint32_t node, uin
     }
     if (o->live && o->inc <= inc && !o->suspect_since) {
         o->suspect_since = d->now;
-        send_probe(d, o, K_PROBE);
+        if (d->now - o->last_probe >= d->prm.probe_us) /* else nd_tick probes it */
+            send_probe(d, o, K_PROBE);
     }
 }
 
@@ -750,7 +780,11 @@ static int on_item(struct nd *d, struct rd *r, struct origin *from)
     }
     if (forward) {
         struct origin *kids[64];
-        size_t nk = children(d, node, kids);
+        /* A DOWN item travels the tree of a view without the node it
+         * reports, as its origin built it after the purge (a leave, whose
+         * origin is that node, keeps it). */
+        uint32_t skip = op == OP_DOWN && down_node != node && down_node != d->node ? down_node : 0;
+        size_t nk = children_of(d, node, d->node, skip, kids);
         for (size_t k = 0; k < nk; k++) {
             unsigned char *w = record(d, kids[k], K_ITEM, 0, 13 + rawlen);
             put32(w, node);
@@ -878,8 +912,10 @@ static void on_probe(struct nd *d, struct rd *r, int kind, unsigned flags, struc
         from->mismatches = 0;
         return;
     }
-    if (++from->mismatches >= 2) { /* twice in a row: not just an item in flight */
+    if (++from->mismatches >= 2 && d->now - from->last_vector >= d->prm.probe_us) {
+        /* twice in a row: not just an item in flight; once a period at most */
         from->mismatches = 0;
+        from->last_vector = d->now;
         send_vector(d, from);
     }
 }
