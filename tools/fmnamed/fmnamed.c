@@ -51,6 +51,7 @@
 #define SUB_QUEUE_MAX 1024     /* events held for a subscriber that does not read */
 #define PEER_QUEUE_MAX (8u << 20) /* bytes held for an agent whose ring is full */
 #define PROBE_MAGIC 0x504e4d46u /* "FMNP" */
+#define REFIND_US (300 * 1000000ull) /* how long lost members are looked for */
 
 struct lpub { /* a client's publication */
     uint64_t id;
@@ -119,6 +120,8 @@ static struct {
      * within FM_NAMES_SETTLE_MS. */
     int ready;
     size_t members; /* agents in the domain at the last look, this one included */
+    size_t members_peak;            /* the most since members were last given up */
+    uint64_t lost_since, next_refind; /* probing again after losing members */
     int stop;
 } A;
 
@@ -908,6 +911,7 @@ int main(int argc, char **argv)
     A.started = now_us();
     uint64_t idle_since = A.started, probe_every = 50000;
     uint64_t settle_us = env_u64("FM_NAMES_SETTLE_MS", 300) * 1000;
+    uint64_t refind_every = 0;
     fm_info("names", "agent of node %08x up, discovery port %u", A.node, (unsigned)A.disc_port);
     while (!__atomic_load_n(&A.stop, __ATOMIC_ACQUIRE)) {
         struct epoll_event evs[32];
@@ -935,12 +939,30 @@ int main(int argc, char **argv)
         }
         uint64_t now = now_us();
         nd_tick(A.distr, now);
-        /* Look for other agents while alone: quickly at first, then slowly. */
-        if (nd_members(A.distr) <= 1 && now >= A.next_probe && A.disc_fd >= 0) {
+        /* Look for other agents while alone: quickly at first, then every
+         * 2 s. After losing members, for REFIND_US more at growing
+         * intervals: a partition that outlasts the protocol's memory of the
+         * lost members heals when the probes cross again. */
+        size_t now_members = nd_members(A.distr);
+        if (now_members >= A.members_peak) {
+            A.members_peak = now_members;
+            A.lost_since = 0;
+        } else if (!A.lost_since) {
+            A.lost_since = now;
+            refind_every = 1000000;
+            A.next_refind = now + refind_every;
+        }
+        if (A.disc_fd >= 0 && now_members <= 1 && now >= A.next_probe) {
             probe_send();
             A.next_probe = now + probe_every;
             if (probe_every < 2000000)
                 probe_every *= 2;
+        } else if (A.disc_fd >= 0 && A.lost_since && now >= A.next_refind) {
+            probe_send();
+            refind_every = FM_MIN(2 * refind_every, 30000000u);
+            A.next_refind = now + refind_every;
+            if (now - A.lost_since > REFIND_US)
+                A.members_peak = now_members; /* they are gone for good */
         }
         nd_flush(A.distr);
         nt_commit(A.table);
