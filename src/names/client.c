@@ -42,6 +42,12 @@ struct cached { /* one publisher's address */
     fm_addr addr;
 };
 
+struct cached_pub { /* a publication's address: (node, id) names it for good */
+    uint32_t node;
+    uint64_t id;
+    fm_addr addr;
+};
+
 struct fm_names {
     pthread_mutex_t lock; /* the connection and the lists below */
     int fd;
@@ -52,6 +58,7 @@ struct fm_names {
     uint32_t rr[256]; /* round-robin cursors, by (type, instance) hash */
     pthread_mutex_t cache_lock;
     struct cached cache[ADDR_CACHE];
+    struct cached_pub pub_cache[ADDR_CACHE];
     /* The destinations of the last multicast, valid while the replica has
      * not changed: a stream of multicasts to one range looks them up once. */
     pthread_mutex_t mcast_lock;
@@ -395,6 +402,29 @@ static int addr_of(fm_ctx *ctx, struct fm_names *nm, const uint8_t *name, size_t
     return 0;
 }
 
+/* The address of a publication found in the replica: by its (node, id),
+ * which is cheaper to compare than its name. */
+static int addr_of_entry(fm_ctx *ctx, struct fm_names *nm, const struct nt_entry *e,
+                         fm_addr *addr)
+{
+    uint64_t h = (e->id ^ (uint64_t)e->node << 32) * 0x9E3779B97F4A7C15ull;
+    struct cached_pub *c = &nm->pub_cache[(h >> 40) % ADDR_CACHE];
+    pthread_mutex_lock(&nm->cache_lock);
+    if (c->addr != FM_ADDR_NONE && c->node == e->node && c->id == e->id) {
+        *addr = c->addr;
+        pthread_mutex_unlock(&nm->cache_lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&nm->cache_lock);
+    int rc = addr_of(ctx, nm, e->name, e->namelen, addr);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&nm->cache_lock);
+    *c = (struct cached_pub){.node = e->node, .id = e->id, .addr = *addr};
+    pthread_mutex_unlock(&nm->cache_lock);
+    return 0;
+}
+
 int fm_name_lookup(fm_ctx *ctx, uint32_t type, uint32_t instance, unsigned flags, fm_addr *addr)
 {
     if (!ctx || !addr || (flags & ~(FM_LOOKUP_LOCAL | FM_LOOKUP_CLOSEST)))
@@ -412,8 +442,7 @@ int fm_name_lookup(fm_ctx *ctx, uint32_t type, uint32_t instance, unsigned flags
         return FM_ENONAME;
     uint32_t slot = (type * 2654435761u ^ instance) & 255;
     uint32_t turn = __atomic_fetch_add(&nm->rr[slot], 1, __ATOMIC_RELAXED);
-    const struct nt_entry *e = &found[turn % n];
-    return addr_of(ctx, nm, e->name, e->namelen, addr);
+    return addr_of_entry(ctx, nm, &found[turn % n], addr);
 }
 
 ssize_t fm_name_lookup_all(fm_ctx *ctx, uint32_t type, uint32_t lower, uint32_t upper,
@@ -432,7 +461,7 @@ ssize_t fm_name_lookup_all(fm_ctx *ctx, uint32_t type, uint32_t lower, uint32_t 
     size_t total = nt_lookup_range(shm, type, lower, upper, found, max);
     size_t n = total < max ? total : max;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = addr_of(ctx, nm, found[i].name, found[i].namelen, &out[i].addr)) != 0) {
+        if ((rc = addr_of_entry(ctx, nm, &found[i], &out[i].addr)) != 0) {
             free(found);
             return rc;
         }

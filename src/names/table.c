@@ -31,8 +31,16 @@ struct nt_writer {
 
 size_t nt_shm_size(uint32_t cap)
 {
-    return sizeof(struct nt_shm) + 2 * (size_t)cap * sizeof(struct nt_entry);
+    return sizeof(struct nt_shm) + 2 * (size_t)cap * (sizeof(struct nt_entry) + sizeof(uint64_t));
 }
+
+/* Area a's search keys. */
+static uint64_t *keys_of(const struct nt_shm *shm, uint32_t cap, uint32_t a)
+{
+    return (uint64_t *)(shm->area + 2 * (size_t)cap) + (size_t)a * cap;
+}
+
+static uint64_t key_of(uint32_t type, uint32_t lower) { return (uint64_t)type << 32 | lower; }
 
 static uint32_t home(const struct nt_writer *w, uint32_t node, uint64_t id)
 {
@@ -239,12 +247,14 @@ void nt_commit(struct nt_writer *w)
      * must find seq moved once they can see any of the stores below. */
     __atomic_thread_fence(__ATOMIC_RELEASE);
     struct nt_entry *area = shm->area + (size_t)next * w->cap;
+    uint64_t *keys = keys_of(shm, w->cap, next);
     for (uint32_t i = 0, maxupper = 0; i < n; i++) {
         struct nt_entry e = w->e[w->order[i]];
         bool same_type = i > 0 && e.type == w->e[w->order[i - 1]].type;
         maxupper = same_type ? FM_MAX(maxupper, e.upper) : e.upper;
         e.maxupper = maxupper;
         store_entry(&area[i], &e);
+        __atomic_store_n(&keys[i], key_of(e.type, e.lower), __ATOMIC_RELAXED);
     }
     __atomic_store_n(&shm->n[next], n, __ATOMIC_RELAXED);
     uint32_t seq = shm->seq;
@@ -259,9 +269,11 @@ void nt_commit(struct nt_writer *w)
 
 /* ---- Readers ---- */
 
-/* Opens a read of the active area: its entries and their count (clamped:
- * nothing read before the final seq check may take an index out of the area). */
-static uint32_t read_begin(const struct nt_shm *shm, const struct nt_entry **area, uint32_t *n)
+/* Opens a read of the active area: its entries, their keys (if asked) and
+ * their count (clamped: nothing read before the final seq check may take
+ * an index out of the area). */
+static uint32_t read_begin(const struct nt_shm *shm, const struct nt_entry **area,
+                           const uint64_t **keys, uint32_t *n)
 {
     uint32_t seq;
     while ((seq = __atomic_load_n(&shm->seq, __ATOMIC_ACQUIRE)) & 1)
@@ -269,6 +281,8 @@ static uint32_t read_begin(const struct nt_shm *shm, const struct nt_entry **are
     uint32_t cap = shm->cap, a = LOAD(shm->active) & 1;
     *n = FM_MIN(LOAD(shm->n[a]), cap);
     *area = shm->area + (size_t)a * cap;
+    if (keys)
+        *keys = keys_of(shm, cap, a);
     return seq;
 }
 
@@ -283,12 +297,14 @@ size_t nt_lookup(const struct nt_shm *shm, uint32_t type, uint32_t instance, int
 {
     for (;;) {
         const struct nt_entry *area;
-        uint32_t n, seq = read_begin(shm, &area, &n);
+        const uint64_t *keys;
+        uint32_t n, seq = read_begin(shm, &area, &keys, &n);
         /* The first entry after (type, instance) in the order. */
         uint32_t lo = 0, hi = n;
+        uint64_t want = key_of(type, instance);
         while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2, t = LOAD(area[mid].type);
-            if (t < type || (t == type && LOAD(area[mid].lower) <= instance))
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (LOAD(keys[mid]) <= want)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -317,7 +333,7 @@ size_t nt_lookup_range(const struct nt_shm *shm, uint32_t type, uint32_t lower, 
 {
     for (;;) {
         const struct nt_entry *area;
-        uint32_t n, seq = read_begin(shm, &area, &n);
+        uint32_t n, seq = read_begin(shm, &area, NULL, &n);
         /* The first entry of the type whose maxupper reaches lower: none
          * before it overlaps, and maxupper never decreases within a type. */
         uint32_t lo = 0, hi = n;

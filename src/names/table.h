@@ -43,7 +43,9 @@ struct nt_shm {
     uint32_t n[2];   /* entries in each area */
     uint64_t commits;
     uint64_t reserved[4];
-    struct nt_entry area[]; /* [0, cap) area 0, [cap, 2 cap) area 1 */
+    struct nt_entry area[]; /* [0, cap) area 0, [cap, 2 cap) area 1; then each area's
+                               keys, type << 32 | lower, 2 x cap of uint64_t: the
+                               binary search reads 8 bytes a step, not an entry */
 };
 
 /* Bytes of a replica holding cap entries per area. */
