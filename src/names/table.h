@@ -78,7 +78,6 @@ void nt_commit(struct nt_writer *w);
 
 /* ---- Readers (any process that mapped the replica) ---- */
 
-#define NT_MATCH_MAX 256 /* publishers of one instance that round robin spreads over */
 
 /* Writes up to max entries that hold `instance` (lower <= instance <= upper)
  * of `type` into out, those of node `local_node` only if only_node is set;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MATCH_MAX 256 /* room for every match of one lookup in these tests */
+
 static uint64_t rng = 0x243F6A8885A308D3ull;
 
 static uint64_t rnd(void)
@@ -170,14 +172,14 @@ static void test_maxupper_and_filters(void)
         CHECK_EQ(area[i].lower, want[i][1]);
         CHECK_EQ(area[i].maxupper, want[i][2]);
     }
-    struct nt_entry out[NT_MATCH_MAX];
-    CHECK_EQ(nt_lookup(shm, 1, 55, 0, 0, out, NT_MATCH_MAX), 2);
+    struct nt_entry out[MATCH_MAX];
+    CHECK_EQ(nt_lookup(shm, 1, 55, 0, 0, out, MATCH_MAX), 2);
     CHECK_EQ(out[0].id, 1);
     CHECK_EQ(out[1].id, 4);
-    CHECK_EQ(nt_lookup(shm, 1, 25, 0, 0, out, NT_MATCH_MAX), 1);
-    CHECK_EQ(nt_lookup(shm, 1, 101, 0, 0, out, NT_MATCH_MAX), 0);
-    CHECK_EQ(nt_lookup(shm, 2, 6, 0, 0, out, NT_MATCH_MAX), 0);
-    CHECK_EQ(nt_lookup(shm, 3, 6, 0, 0, out, NT_MATCH_MAX), 0);
+    CHECK_EQ(nt_lookup(shm, 1, 25, 0, 0, out, MATCH_MAX), 1);
+    CHECK_EQ(nt_lookup(shm, 1, 101, 0, 0, out, MATCH_MAX), 0);
+    CHECK_EQ(nt_lookup(shm, 2, 6, 0, 0, out, MATCH_MAX), 0);
+    CHECK_EQ(nt_lookup(shm, 3, 6, 0, 0, out, MATCH_MAX), 0);
 
     /* Ten publishers of instance 5 of type 7, on nodes 1 and 2 in turn. */
     for (uint32_t i = 0; i < 10; i++) {
@@ -185,11 +187,11 @@ static void test_maxupper_and_filters(void)
         CHECK_EQ(nt_add(w, &p), 0);
     }
     nt_commit(w);
-    CHECK_EQ(nt_lookup(shm, 7, 5, 0, 0, out, NT_MATCH_MAX), 6);
-    CHECK_EQ(nt_lookup(shm, 7, 5, 1, 2, out, NT_MATCH_MAX), 3);
+    CHECK_EQ(nt_lookup(shm, 7, 5, 0, 0, out, MATCH_MAX), 6);
+    CHECK_EQ(nt_lookup(shm, 7, 5, 1, 2, out, MATCH_MAX), 3);
     for (size_t i = 0; i < 3; i++)
         CHECK_EQ(out[i].node, 2);
-    CHECK_EQ(nt_lookup(shm, 7, 5, 1, 3, out, NT_MATCH_MAX), 0);
+    CHECK_EQ(nt_lookup(shm, 7, 5, 1, 3, out, MATCH_MAX), 0);
     CHECK_EQ(nt_lookup(shm, 7, 5, 0, 0, out, 2), 2);
     CHECK(cmp_key(&out[0], &out[1]) < 0);
     CHECK_EQ(nt_lookup(shm, 7, 5, 0, 0, NULL, 0), 0);
@@ -269,7 +271,7 @@ static void check_lookup(const struct nt_shm *shm)
         if (e->type == type && e->lower <= inst && inst <= e->upper && (!only || e->node == node))
             brute[total++] = *e;
     }
-    size_t max = below(4) ? NT_MATCH_MAX : below(4);
+    size_t max = below(4) ? MATCH_MAX : below(4);
     size_t n = nt_lookup(shm, type, inst, only, node, got, max);
     CHECK_EQ(n, FM_MIN(total, max));
     /* Ascending, and a subsequence of the matches (all of them if they fit). */
@@ -413,17 +415,17 @@ static void *reader(void *arg)
 {
     struct race *r = arg;
     uint64_t x = 7;
-    struct nt_entry out[NT_MATCH_MAX];
+    struct nt_entry out[MATCH_MAX];
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t type = (uint32_t)(x >> 62) % 3, inst = (uint32_t)(x >> 32) % 1100;
-        size_t n = nt_lookup(r->shm, type, inst, 0, 0, out, NT_MATCH_MAX);
-        CHECK(n < NT_MATCH_MAX);
+        size_t n = nt_lookup(r->shm, type, inst, 0, 0, out, MATCH_MAX);
+        CHECK(n < MATCH_MAX);
         for (size_t i = 0; i < n; i++)
             CHECK(out[i].type == type && out[i].lower <= inst && inst <= out[i].upper);
         check_pairs(out, n);
-        size_t total = nt_lookup_range(r->shm, type, inst, inst + 20, out, NT_MATCH_MAX);
-        CHECK(total < NT_MATCH_MAX);
+        size_t total = nt_lookup_range(r->shm, type, inst, inst + 20, out, MATCH_MAX);
+        CHECK(total < MATCH_MAX);
         for (size_t i = 0; i < total; i++)
             CHECK(out[i].type == type && out[i].lower <= inst + 20 && out[i].upper >= inst);
         check_pairs(out, total);

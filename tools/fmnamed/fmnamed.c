@@ -1007,6 +1007,12 @@ int main(int argc, char **argv)
             break;
         usleep(1000);
     }
+    const struct nd_stats *st = nd_stats(A.distr);
+    fm_info("names", "agent of node %08x leaves: %llu probes sent, %llu foreign or damaged "
+                     "probes and %llu malformed messages dropped, %llu messages to slow agents "
+                     "dropped", A.node, (unsigned long long)A.probes_sent,
+            (unsigned long long)A.foreign_probes, (unsigned long long)st->malformed,
+            (unsigned long long)A.dropped_out);
     fm_finalize(A.ctx);
     return 0;
 }
