@@ -135,6 +135,13 @@ for i in 1 2 3; do
   grep -q "^got 1000 dup 0" "$tmp/member$i" || cat "$tmp/member$i" >&2
 done
 
+if [ "$mode" = local ]; then
+  # 6. The agent is killed: the processes start another and publish again.
+  kill -9 $(agents)
+  refound() { SERVICES_WAIT_MS=5000 "$SVC" client 1000 7 5 >/dev/null; }
+  check "after the agent is killed, the names come back" refound
+fi
+
 if [ "$mode" = netns ]; then
   # 6. A host that joins late receives the current table.
   check "a late host sees the table" run_on C "$SVC" client 1000 7 5

@@ -18,7 +18,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,13 @@ struct cached_pub { /* a publication's address: (node, id) names it for good */
 struct fm_names {
     pthread_mutex_t lock; /* the connection and the lists below */
     int fd;
+    fm_ctx *ctx;
+    /* A thread that sleeps on the connection and, if the agent dies,
+     * starts another and restores this process's names at once (a server
+     * idle in fm_wait makes no call that would notice). */
+    pthread_t watcher;
+    int watching;
+    int stop[2]; /* a pipe: written to end the watcher */
     const struct nt_shm *shm; /* (atomic) the replica, read-only */
     uint32_t node;
     struct na_req *held; /* publications and subscriptions to restore */
@@ -246,11 +255,38 @@ static struct fm_names *names_of(fm_ctx *ctx)
         pthread_mutex_init(&nm->cache_lock, NULL);
         pthread_mutex_init(&nm->mcast_lock, NULL);
         nm->fd = -1;
+        nm->ctx = ctx;
+        nm->stop[0] = nm->stop[1] = -1;
         __atomic_store_n(&ctx->names, nm, __ATOMIC_RELEASE);
     }
     nm = ctx->names;
     pthread_mutex_unlock(&ctx->lock);
     return nm;
+}
+
+static void *watch_agent(void *arg)
+{
+    struct fm_names *nm = arg;
+    for (;;) {
+        pthread_mutex_lock(&nm->lock);
+        int fd = nm->fd;
+        pthread_mutex_unlock(&nm->lock);
+        /* Only a hang-up: replies are read by the calls that wait for them. */
+        struct pollfd p[2] = {{.fd = fd, .events = POLLRDHUP}, {.fd = nm->stop[0], .events = POLLIN}};
+        if (poll(p, 2, fd < 0 ? 1000 : -1) < 0 && errno != EINTR)
+            return NULL;
+        if (p[1].revents)
+            return NULL;
+        if (fd >= 0 && !(p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            continue;
+        pthread_mutex_lock(&nm->lock);
+        if (nm->fd == fd) {
+            fm_warn("names", "the name agent went away: starting another");
+            if (connect_agent(nm->ctx, nm) != 0)
+                nm->fd = -1; /* tried again in a second, or by the next call */
+        }
+        pthread_mutex_unlock(&nm->lock);
+    }
 }
 
 /* The replica, connecting first if need be; NULL with *rc set if not. */
@@ -267,6 +303,8 @@ static const struct nt_shm *replica(fm_ctx *ctx, struct fm_names **nmp, int *rc)
         return shm;
     pthread_mutex_lock(&nm->lock);
     *rc = nm->shm ? 0 : connect_agent(ctx, nm);
+    if (!*rc && !nm->watching && pipe2(nm->stop, O_CLOEXEC) == 0)
+        nm->watching = pthread_create(&nm->watcher, NULL, watch_agent, nm) == 0;
     pthread_mutex_unlock(&nm->lock);
     return *rc ? NULL : nm->shm;
 }
@@ -642,6 +680,13 @@ void fm_names_free(fm_ctx *ctx)
     struct fm_names *nm = ctx->names;
     if (!nm)
         return;
+    if (nm->watching) {
+        if (write(nm->stop[1], "", 1) != 1)
+            pthread_cancel(nm->watcher);
+        pthread_join(nm->watcher, NULL);
+    }
+    if (nm->stop[0] >= 0)
+        close(nm->stop[0]), close(nm->stop[1]);
     if (nm->fd >= 0)
         close(nm->fd);
     if (nm->shm)
