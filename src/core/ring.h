@@ -57,7 +57,8 @@ struct fm_ring_ctl {
     uint32_t space_wanted;  /* producer sleeps until head moves: consumer rings its doorbell */
     uint32_t producer_proc; /* local index of the sending process */
     uint32_t producer_ep;   /* endpoint slot of the sender in its process */
-    uint8_t pad2[FM_CACHE_LINE - 16];
+    uint32_t committed;     /* the ring's pages are committed (shm/shm.c); 0 once given back */
+    uint8_t pad2[FM_CACHE_LINE - 20];
 };
 _Static_assert(sizeof(struct fm_ring_ctl) == 3 * FM_CACHE_LINE, "ring ctl is 3 lines");
 

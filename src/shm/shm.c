@@ -70,7 +70,7 @@ struct fm_shm {
     int32_t *proc_of;       /* [job size]: the local process index of a rank, or -1 */
     struct fm_seg_hdr *seg; /* own segment */
     struct fm_board board;  /* during fm_init: where local segments are */
-    uint8_t area_ready[64]; /* slot's ring controls committed and zero */
+    uint8_t area_ready[64]; /* slot's ring controls committed (they stay so) */
     pthread_mutex_t lock;   /* the doorbells, the processes met by name */
 };
 
@@ -719,8 +719,7 @@ static int shm_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
         free(se);
         return FM_ENOMEM;
     }
-    /* An area whose last endpoint got no shm traffic is still committed
-     * and still zero: skip the system call. */
+    /* The ring controls are committed once per slot and kept. */
     if (!shm->area_ready[slot]) {
         int rc = commit(shm->procs[shm->my_proc].memfd, seg_off(h, fm_seg_ctl(h, slot, 0)),
                         h->ctl_size, "an endpoint", "FM_EP_MAX");
@@ -764,14 +763,12 @@ static void shm_ep_bell(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int
     __atomic_store_n(&se->dir->bell_fd, fd, __ATOMIC_RELEASE);
 }
 
-/* Unpublishes the endpoint and returns its memory to the system. */
+/* Unpublishes the endpoint; its area stays committed for the next one. */
 static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 {
-    (void)ctx;
+    (void)ctx, (void)ep;
     struct fm_shm *shm = state;
     struct shm_ep *se = ep_state;
-    struct fm_seg_hdr *h = shm->seg;
-    int slot = fm_core_ep_slot(ep);
     struct fm_seg_ep *d = se->dir;
     pthread_mutex_lock(&shm->lock);
     *se->pprev = se->next;
@@ -785,19 +782,13 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     }
     pthread_mutex_unlock(&shm->lock);
     __atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE); /* even: closed */
-    /* Zero the area and give its pages back, so the next endpoint starts
-     * fresh; an area no sender claimed a ring in is still zero. Only the
-     * claimed rings were written: punching them alone, not the whole area
-     * (tens of MiB), keeps an endpoint per exchange cheap. */
-    if (__atomic_load_n(&d->nclaimed, __ATOMIC_ACQUIRE)) {
-        int fd = shm->procs[shm->my_proc].memfd;
-        const int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
-        for (int i = 0; i < shm->nsenders * shm->ep_max; i++)
-            if (__atomic_load_n(&fm_seg_ctl(h, slot, i)->claimed, __ATOMIC_ACQUIRE))
-                fallocate(fd, mode, seg_off(h, fm_seg_data(h, slot, i)), (off_t)h->ring_size);
-        fallocate(fd, mode, seg_off(h, fm_seg_ctl(h, slot, 0)), (off_t)h->ctl_size);
-        shm->area_ready[slot] = 0;
-    }
+    /* The area keeps its pages for the next endpoint in this slot: giving
+     * them back (a hole punched in shared memory, which unmaps them in
+     * every process) cost 25-45 us per close, and the next endpoint's
+     * senders would commit them again. Nothing needs zeroing: a ring
+     * belongs to the generation in its `claimed`, and a sender sets up any
+     * other afresh. A slot's rings go back when their sender exits
+     * (free_slot) or with the segment. */
     free(se->rx);
     free(se);
 }
@@ -928,10 +919,16 @@ static int shm_resolve(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state, int 
      * writing) is set up afresh; the receiver attaches only rings of its own
      * generation, so nothing written for the old endpoint reaches the new. */
     if (__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE) != gen) {
-        int rc = commit(proc->memfd, seg_off(h, data), h->ring_size, "a ring",
-                        "FM_SHM_RING_SIZE");
-        if (rc)
-            return rc;
+        /* An endpoint that closed keeps its rings' pages for the next one
+         * in its slot: committing them again would cost a system call
+         * (~30 us) per endpoint, which a connection per message pays. */
+        if (!__atomic_load_n(&ctl->committed, __ATOMIC_ACQUIRE)) {
+            int rc = commit(proc->memfd, seg_off(h, data), h->ring_size, "a ring",
+                            "FM_SHM_RING_SIZE");
+            if (rc)
+                return rc;
+            __atomic_store_n(&ctl->committed, 1, __ATOMIC_RELEASE);
+        }
         ctl->head = ctl->tail = ctl->head_cache = 0;
         ctl->src_channel = ctl->src_told = ctl->space_wanted = 0;
         memset(data, 0, FM_REC_HDR); /* the first header: later ones the producer zeroes */
