@@ -150,24 +150,6 @@ static int agent_dial(fm_ctx *ctx)
     return fd;
 }
 
-static int recv_fd(int fd, struct na_rep *rep, int *memfd)
-{
-    struct iovec iov = {rep, sizeof(*rep)};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                        .msg_controllen = sizeof(u.buf)};
-    *memfd = -1;
-    if (recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(*rep))
-        return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-        memcpy(memfd, CMSG_DATA(cm), sizeof(int));
-    return *memfd >= 0 && rep->magic == NA_MAGIC ? 0 : -1;
-}
-
 static int request(struct fm_names *nm, const struct na_req *r)
 {
     struct na_rep rep;
@@ -225,7 +207,8 @@ static int connect_once(fm_ctx *ctx, struct fm_names *nm)
     struct na_rep rep;
     int memfd;
     if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello) ||
-        recv_fd(fd, &rep, &memfd) || rep.rc || rep.namelen > FM_NAME_MAX)
+        na_recv_with_fd(fd, &rep, sizeof(rep), &memfd) || rep.magic != NA_MAGIC || rep.rc ||
+        rep.namelen > FM_NAME_MAX)
         return FM_EPEERLOST;
     size_t size = nt_shm_size(rep.cap);
     /* A replica mapped before stays mapped: a lookup may still be reading it. */

@@ -1,11 +1,13 @@
-/* Checks of agent requests and the event format (proto.h); fuzzed by
- * tests/fuzz/fuzz_names.c through the public fm_name_event. */
+/* What processes and their agent say to each other (proto.h): request
+ * checks, the event format (fuzzed by tests/fuzz/fuzz_names_proto.c), the
+ * socket's name and its descriptor passing. */
 #include "names/proto.h"
 
 #include "core/siphash.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 int na_req_check(const struct na_req *r, size_t len)
 {
@@ -78,6 +80,40 @@ int na_event_decode(const void *buf, size_t len, struct fm_name_event *ev, const
     *name = p + NA_EVENT_FIXED;
     *namelen = n;
     return 0;
+}
+
+/* Room for one descriptor, aligned as a control message header. */
+union fd_cmsg {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+};
+
+int na_send_with_fd(int sock, const void *msg, size_t len, int fd)
+{
+    struct iovec iov = {(void *)msg, len};
+    union fd_cmsg u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                        .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+int na_recv_with_fd(int sock, void *msg, size_t len, int *fd)
+{
+    struct iovec iov = {msg, len};
+    union fd_cmsg u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                        .msg_controllen = sizeof(u.buf)};
+    *fd = -1;
+    if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != (ssize_t)len)
+        return -1;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+        memcpy(fd, CMSG_DATA(cm), sizeof(int));
+    return *fd >= 0 ? 0 : -1;
 }
 
 uint64_t na_domain_tag(const uint8_t key[16])

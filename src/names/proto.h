@@ -68,6 +68,11 @@ int na_event_decode(const void *buf, size_t len, struct fm_name_event *ev, const
 
 #endif
 
+/* One record with a descriptor (SCM_RIGHTS) on the agent's socket: 0 or
+ * -1. The receiver's *fd is -1 unless a descriptor came (close-on-exec). */
+int na_send_with_fd(int sock, const void *msg, size_t len, int fd);
+int na_recv_with_fd(int sock, void *msg, size_t len, int *fd);
+
 /* The domain's tag (a keyed hash, so that the key stays secret) names the
  * agent's abstract unix socket "\0fastmsg-names/<uid>/<tag>" (per network
  * namespace, like a host) and sets its default discovery port. */

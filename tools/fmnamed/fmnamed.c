@@ -491,22 +491,6 @@ static void client_forget(struct client *c, const uint8_t *name, size_t namelen,
             sub_drop(i);
 }
 
-static int send_fd(int sock, const void *msg, size_t len, int fd)
-{
-    struct iovec iov = {(void *)msg, len};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                        .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
-}
-
 /* The replica and the agent's name, to a new client. */
 static int hello(struct client *c)
 {
@@ -514,7 +498,7 @@ static int hello(struct client *c)
     rep.namelen = (uint32_t)A.cardlen;
     memcpy(rep.name, A.card, A.cardlen);
     c->waits_hello = 0;
-    return send_fd(c->fd, &rep, sizeof(rep), A.memfd);
+    return na_send_with_fd(c->fd, &rep, sizeof(rep), A.memfd);
 }
 
 /* Handles one request: 1, 0 if there was none, -1 when the client is gone. */
