@@ -16,6 +16,13 @@
  *                                    "EVENT lower upper lost T" (T: the
  *                                    monotonic clock in ms) until N events
  *                                    or MS passed
+ *   services stall TYPE MS           subscribes and reads nothing for MS,
+ *                                    then reads every event; prints "events
+ *                                    E resync R after F" (F: events after
+ *                                    the last RESYNC)
+ *   services churn TYPE N            publishes and withdraws {TYPE, 5} N
+ *                                    times, then publishes it and waits
+ *                                    for "quit"
  *   services now                     prints the monotonic clock in ms
  *   services member TYPE INST        publishes and counts multicast messages
  *                                    until "quit"; prints "got K dup D"
@@ -154,6 +161,51 @@ static void watch(uint32_t type, uint32_t lo, uint32_t hi, int n, int ms)
     CHECK_RC(fm_name_unsubscribe(ep, 42), FM_ENONAME);
 }
 
+static void stall(uint32_t type, int ms)
+{
+    CHECK_RC(fm_name_subscribe(ep, type, 0, 100, FM_SUB_NO_STATUS, 7), 0);
+    printf("subscribed\n");
+    fflush(stdout);
+    usleep((useconds_t)ms * 1000);
+    long events = 0, resync = 0, after = 0;
+    for (double quiet_since = now_ms(); now_ms() - quiet_since < 500;) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        fm_addr src;
+        ssize_t len = fm_recv(ep, seg, &nseg, &src);
+        if (len == FM_EAGAIN) {
+            fm_wait(ep, 10);
+            continue;
+        }
+        CHECK(len >= 0 && src == FM_ADDR_NAMES);
+        struct fm_name_event ev;
+        CHECK_RC(fm_name_event(ctx, seg, nseg, (size_t)len, &ev), 0);
+        CHECK_RC(fm_recv_done(ep), 0);
+        events++;
+        if (ev.event == FM_NAME_RESYNC)
+            resync++, after = 0;
+        else
+            after++;
+        quiet_since = now_ms();
+    }
+    printf("events %ld resync %ld after %ld\n", events, resync, after);
+}
+
+static void churn(uint32_t type, long n)
+{
+    for (long i = 0; i < n; i++) {
+        CHECK_RC(fm_name_publish(ep, type, 5, 5, FM_SCOPE_NODE), 0);
+        CHECK_RC(fm_name_withdraw(ep, type, 5, 5, FM_SCOPE_NODE), 0);
+    }
+    CHECK_RC(fm_name_publish(ep, type, 5, 5, FM_SCOPE_NODE), 0);
+    printf("ready\n");
+    fflush(stdout);
+    unsigned char buf[64];
+    fm_addr src;
+    while (fmt_recv_copy(ep, buf, sizeof(buf), &src) != 4 || memcmp(buf, "quit", 4))
+        ;
+}
+
 static void member(uint32_t type, uint32_t inst)
 {
     CHECK_RC(fm_name_publish(ep, type, inst, inst, FM_SCOPE_CLUSTER), 0);
@@ -259,6 +311,10 @@ int main(int argc, char **argv)
         mcast(arg_u32(argv[2]), arg_u32(argv[3]), arg_u32(argv[4]), atol(argv[5]));
     else if (!strcmp(m, "quit") && argc == 5)
         quit(arg_u32(argv[2]), arg_u32(argv[3]), arg_u32(argv[4]));
+    else if (!strcmp(m, "stall") && argc == 4)
+        stall(arg_u32(argv[2]), atoi(argv[3]));
+    else if (!strcmp(m, "churn") && argc == 4)
+        churn(arg_u32(argv[2]), atol(argv[3]));
     else if (!strcmp(m, "invalid") && argc == 2)
         invalid();
     else {

@@ -136,6 +136,21 @@ for i in 1 2 3; do
 done
 
 if [ "$mode" = local ]; then
+  # 5b. A subscriber that stops reading: the agent keeps at most 1,024 of
+  # its events, then sends RESYNC and the current state (one publication).
+  bg_on A "$tmp/stall" "$SVC" stall 3000 4000
+  wait_line "$tmp/stall" subscribed
+  bg_on A "$tmp/churn" "$SVC" churn 3000 4000
+  wait_line "$tmp/churn" ready
+  wait_line "$tmp/stall" events
+  bounded() {
+    read -r _ events _ resync _ after < <(grep '^events' "$tmp/stall")
+    echo "  a subscriber that did not read got $events of 8,001 events, $resync RESYNC, then $after"
+    [ "$resync" -ge 1 ] && [ "$after" = 1 ] && [ "$events" -lt 8001 ]
+  }
+  check "a stalled subscriber is bounded and resynchronised" bounded
+  "$SVC" quit 3000 0 100
+
   # 6. The agent is killed: the processes start another and publish again.
   kill -9 $(agents)
   refound() { SERVICES_WAIT_MS=5000 "$SVC" client 1000 7 5 >/dev/null; }

@@ -51,7 +51,8 @@ size_t na_event_encode(void *buf, uint32_t type, uint32_t lower, uint32_t upper,
     put32(p + 20, (uint32_t)handle);
     put32(p + 24, (uint32_t)(handle >> 32));
     memset(p + 28, 0, 8);
-    memcpy(p + NA_EVENT_FIXED, name, namelen);
+    if (namelen) /* a RESYNC names nobody */
+        memcpy(p + NA_EVENT_FIXED, name, namelen);
     return NA_EVENT_FIXED + namelen;
 }
 
