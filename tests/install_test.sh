@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, then builds the API guide's
-# ping-pong example and the OpenSHMEM example the way a user would
-# (pkg-config, oshcc) and runs them.
+# ping-pong example, the names example and the OpenSHMEM example the way a
+# user would (pkg-config, oshcc) and runs them.
 #   install_test.sh BUILD_DIR SOURCE_DIR [SANITIZERS]
 # (a sanitized library needs its runtime linked into the program as well)
 set -eu
@@ -29,6 +29,13 @@ cc -Wall -Wextra -Werror $san "$src/examples/pingpong.c" $(pkg-config --cflags -
 out=$("$prefix/bin/fmrun" -n 2 "$prefix/pingpong")
 [ "$out" = "$(printf 'pong\npong\npong')" ] || { echo "FAIL: example printed: $out" >&2; exit 1; }
 "$prefix/bin/fm_info" | grep -q "FM_SHM_RING_SIZE" || { echo "FAIL: fm_info" >&2; exit 1; }
+# Names: the installed program finds the installed agent (libexec/fastmsg).
+[ -x "$prefix/libexec/fastmsg/fmnamed" ] || { echo "FAIL: fmnamed not installed" >&2; exit 1; }
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror $san "$src/examples/names_hello.c" $(pkg-config --cflags --libs fastmsg) \
+   -o "$prefix/names_hello"
+out=$(FM_KEY=install-test-$$ FM_NAMES_LINGER_MS=200 "$prefix/names_hello")
+[ "$out" = "hello from {1000, 1}" ] || { echo "FAIL: names example printed: $out" >&2; exit 1; }
 # OpenSHMEM: the example built with the installed oshcc and with pkg-config,
 # run with oshrun.
 for f in include/shmem.h lib/libfmshmem.so lib/pkgconfig/fastmsg-shmem.pc bin/oshcc bin/oshrun; do
