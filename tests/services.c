@@ -129,6 +129,25 @@ static const char *event_name(int e)
     return e == FM_NAME_PUBLISHED ? "PUBLISHED" : e == FM_NAME_WITHDRAWN ? "WITHDRAWN" : "RESYNC";
 }
 
+/* The next event on ep, waiting up to 10 ms: 1, or 0 if none came. */
+static int next_event(struct fm_name_event *ev)
+{
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    ssize_t len = fm_recv(ep, seg, &nseg, &src);
+    if (len == FM_EAGAIN) {
+        fm_wait(ep, 10);
+        return 0;
+    }
+    if (len < 0)
+        return 0; /* FM_EPEERLOST: a peer this test does not wait for */
+    CHECK(src == FM_ADDR_NAMES);
+    CHECK_RC(fm_name_event(ctx, seg, nseg, (size_t)len, ev), 0);
+    CHECK_RC(fm_recv_done(ep), 0);
+    return 1;
+}
+
 static void watch(uint32_t type, uint32_t lo, uint32_t hi, int n, int ms)
 {
     double t0 = now_ms();
@@ -137,20 +156,9 @@ static void watch(uint32_t type, uint32_t lo, uint32_t hi, int n, int ms)
     printf("subscribed\n");
     fflush(stdout);
     for (int got = 0; got < n && now_ms() - t0 < ms;) {
-        struct iovec seg[FM_SEGS_MAX];
-        int nseg;
-        fm_addr src;
-        ssize_t len = fm_recv(ep, seg, &nseg, &src);
-        if (len == FM_EAGAIN) {
-            fm_wait(ep, 10);
-            continue;
-        }
-        if (len < 0)
-            continue;
-        CHECK(src == FM_ADDR_NAMES);
         struct fm_name_event ev;
-        CHECK_RC(fm_name_event(ctx, seg, nseg, (size_t)len, &ev), 0);
-        CHECK_RC(fm_recv_done(ep), 0);
+        if (!next_event(&ev))
+            continue;
         CHECK(ev.handle == 42 && ev.type == type);
         printf("%s %u %u %d %.1f\n", event_name(ev.event), ev.lower, ev.upper,
                !!(ev.flags & FM_NAME_LOST), now_ms());
@@ -169,18 +177,10 @@ static void stall(uint32_t type, int ms)
     usleep((useconds_t)ms * 1000);
     long events = 0, resync = 0, after = 0;
     for (double quiet_since = now_ms(); now_ms() - quiet_since < 500;) {
-        struct iovec seg[FM_SEGS_MAX];
-        int nseg;
-        fm_addr src;
-        ssize_t len = fm_recv(ep, seg, &nseg, &src);
-        if (len == FM_EAGAIN) {
-            fm_wait(ep, 10);
-            continue;
-        }
-        CHECK(len >= 0 && src == FM_ADDR_NAMES);
         struct fm_name_event ev;
-        CHECK_RC(fm_name_event(ctx, seg, nseg, (size_t)len, &ev), 0);
-        CHECK_RC(fm_recv_done(ep), 0);
+        if (!next_event(&ev))
+            continue;
+        CHECK(ev.handle == 7);
         events++;
         if (ev.event == FM_NAME_RESYNC)
             resync++, after = 0;

@@ -675,6 +675,18 @@ static void probe_recv(void)
     }
 }
 
+/* After a turn of either thread (A.lock held): the batched protocol
+ * messages go out, the replica shows the changes, queued messages and
+ * events go where there is room now. */
+static void send_what_changed(void)
+{
+    nd_flush(A.distr);
+    nt_commit(A.table);
+    for (size_t i = 0; i < A.npeers; i++)
+        peer_drain(&A.peers[i]);
+    subs_drain();
+}
+
 /* ---- the network thread ---- */
 
 static uint32_t node_of_addr(fm_addr a)
@@ -719,11 +731,7 @@ static void *net_thread(void *arg)
             } else
                 fm_recv_done(A.ep_in);
         }
-        nd_flush(A.distr);
-        nt_commit(A.table);
-        for (size_t i = 0; i < A.npeers; i++)
-            peer_drain(&A.peers[i]);
-        subs_drain();
+        send_what_changed();
         pthread_mutex_unlock(&A.lock);
     }
     free(msg);
@@ -948,11 +956,7 @@ int main(int argc, char **argv)
             if (now - A.lost_since > REFIND_US)
                 A.members_peak = now_members; /* they are gone for good */
         }
-        nd_flush(A.distr);
-        nt_commit(A.table);
-        for (size_t i = 0; i < A.npeers; i++)
-            peer_drain(&A.peers[i]);
-        subs_drain();
+        send_what_changed();
         if (!A.ready && (nd_synced(A.distr) || now - A.started >= settle_us)) {
             A.ready = 1;
             for (size_t i = 0; i < A.nclients; i++)
