@@ -107,6 +107,8 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
                            fm_strerror((int)g));
             return;
         }
+        if (g == FM_EPEERLOST)
+            fmshmem_pe_died(pe);
         if (g != FM_EAGAIN)
             fmshmem_fatal("sending to PE %d: %s", pe, fm_strerror((int)g));
         /* The application thread takes replies while it waits, even when

@@ -50,8 +50,13 @@ void fmshmem_check_peers(void)
     for (int pe = 0; pe < S.npes; pe++) {
         uint8_t st = __atomic_load_n(&fm_peer_at(S.ctx, pe)->state, __ATOMIC_ACQUIRE);
         if ((st & ~FM_PEER_REMOVED) == FM_PEER_FAILED)
-            fmshmem_fatal("PE %d died or stopped answering; ending the job", pe);
+            fmshmem_pe_died(pe);
     }
+}
+
+void fmshmem_pe_died(int pe)
+{
+    fmshmem_fatal("PE %d died or stopped answering; ending the job", pe);
 }
 
 static bool env_false(const char *name)

@@ -98,6 +98,8 @@ _Noreturn void fmshmem_fatal(const char *fmt, ...) __attribute__((format(printf,
 void fmshmem_check_pe(int pe, const char *what);
 /* Ends the job if a PE died; called from every waiting loop now and then. */
 void fmshmem_check_peers(void);
+/* Ends the job naming the PE that died: the one line every PE prints. */
+_Noreturn void fmshmem_pe_died(int pe);
 
 /* ---- segments.c ---- */
 int fmshmem_segments_create(void);
