@@ -70,8 +70,9 @@ static inline fm_addr fm_addr_make(int rank, uint32_t channel)
 static inline int fm_addr_rank_of(fm_addr a) { return (int)(a >> 32) - 1; }
 static inline uint32_t fm_addr_channel(fm_addr a) { return (uint32_t)a; }
 
-/* Names the running kernel instance (its boot_id): processes that share it
- * run on one machine. */
+/* Names the node: the running kernel instance (its boot_id) and the network
+ * namespace. Processes that share it run on one node. */
+#define FM_KERNEL_ID_MAX 96
 void fm_kernel_id(char *buf, size_t len);
 
 /* ---- what a link may read ---- */

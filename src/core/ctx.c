@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* A node is a kernel and a network namespace: processes in different
+ * namespaces are told apart as hosts are (they reach each other over the
+ * network, never through each other's memory), which is what containers
+ * with their own network and the two-namespace tests expect. */
 void fm_kernel_id(char *buf, size_t len)
 {
-    snprintf(buf, len, "unknown");
+    char boot[64] = "unknown", net[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f)
-        return;
-    if (fgets(buf, (int)len, f))
-        buf[strcspn(buf, "\n")] = '\0';
-    fclose(f);
+    if (f) {
+        if (fgets(boot, (int)sizeof(boot), f))
+            boot[strcspn(boot, "\n")] = '\0';
+        fclose(f);
+    }
+    ssize_t n = readlink("/proc/self/ns/net", net, sizeof(net) - 1);
+    net[n > 0 ? n : 0] = '\0';
+    snprintf(buf, len, "%s%s%s", boot, net[0] ? "/" : "", net);
 }
 
 /* Without PMI_process_mapping, ranks compare a card naming their kernel. */
@@ -136,7 +144,7 @@ static int links_stage(fm_ctx *ctx, enum stage st, char *err, size_t errlen)
     return 0;
 }
 
-int fm_init(fm_ctx **out)
+static int init_ctx(fm_ctx **out, bool singleton)
 {
     char err[512] = "";
     if (!out)
@@ -158,6 +166,8 @@ int fm_init(fm_ctx **out)
         return rc;
     }
     fm_log_level_cur = (int)ctx->cfg.log;
+    if (singleton)
+        ctx->cfg.bootstrap = FM_BOOT_SINGLETON;
     rc = fm_boot_open(&ctx->boot, (int)ctx->cfg.bootstrap, err, sizeof(err));
     if (rc)
         goto err_free;
@@ -205,6 +215,9 @@ err_free:
     ctx_free(ctx);
     return rc;
 }
+
+int fm_init(fm_ctx **out) { return init_ctx(out, false); }
+int fm_init_singleton(fm_ctx **out) { return init_ctx(out, true); }
 
 int fm_finalize(fm_ctx *ctx)
 {

@@ -174,6 +174,10 @@ int fm_peers_publish(fm_ctx *ctx);
 void fm_peers_free(fm_ctx *ctx);
 /* Loads the domain key once (FM_E* if none can be had) and tells the links. */
 int fm_domain_ready(fm_ctx *ctx);
+/* fm_init as a singleton whatever the environment says: for a process
+ * whose launcher connection belongs to someone else (the libfabric
+ * provider inside an MPI process), which meets its peers by name. */
+int fm_init_singleton(fm_ctx **ctx);
 
 /* Names (src/names/client.c). An endpoint closes: its publications and
  * subscriptions end. The context ends: the agent connection closes. */

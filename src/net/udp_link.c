@@ -50,6 +50,8 @@ struct udp_link {
     int thread_on;
     int stop_fd;               /* eventfd that ends the progress thread */
     int stop;
+    uint64_t last_traffic_ns;  /* atomic: when a packet last came or went */
+    uint32_t idle_skips;       /* atomic: progress calls to skip while idle */
 };
 
 /* A flow's ring as an endpoint reads it: the core's fm_rx, and its place
@@ -100,8 +102,10 @@ static void output(struct udp_link *nl, int flush, uint64_t now)
     int n;
     do {
         n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
-        if (n)
+        if (n) {
             send_out(nl, n);
+            __atomic_store_n(&nl->last_traffic_ns, now, __ATOMIC_RELAXED);
+        }
     } while (n == FM_UDP_SEND_MAX);
 }
 
@@ -116,6 +120,8 @@ static int run(struct udp_link *nl, int flush)
             got += fm_udp_recv(&nl->rail[r], nl->engine, now);
             busy |= (uint32_t)nl->rail[r].busy << r;
         }
+        if (got)
+            __atomic_store_n(&nl->last_traffic_ns, now, __ATOMIC_RELAXED);
         fm_net_set_rails_busy(nl->engine, busy);
         output(nl, flush, now);
         if (!busy)
@@ -124,12 +130,29 @@ static int run(struct udp_link *nl, int flush)
     return got;
 }
 
+/* After this long without a packet the network is idle (every peer in
+ * use is on this node, or the job computes), and only one progress call in
+ * IDLE_SKIPS reads the sockets: reading an empty socket is a system call
+ * (and the clock, in a VM, nearly one), which would otherwise be most of
+ * the time of a loop spinning on shared memory. The first packet after a
+ * quiet spell waits a few microseconds longer at most. */
+#define IDLE_AFTER_NS 1000000u
+#define IDLE_SKIPS 32u
+
 static int udp_progress(fm_ctx *ctx, void *state, int flush)
 {
     (void)ctx;
     struct udp_link *nl = state;
+    uint32_t skips = __atomic_load_n(&nl->idle_skips, __ATOMIC_RELAXED);
+    if (skips) {
+        __atomic_store_n(&nl->idle_skips, skips - 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     if (pthread_mutex_trylock(&nl->lock) != 0)
         return 0; /* another thread is at it */
+    uint64_t now = fm_now_ns();
+    if (now - __atomic_load_n(&nl->last_traffic_ns, __ATOMIC_RELAXED) > IDLE_AFTER_NS)
+        __atomic_store_n(&nl->idle_skips, IDLE_SKIPS, __ATOMIC_RELAXED);
     int got = run(nl, flush);
     pthread_mutex_unlock(&nl->lock);
     return got;

@@ -43,7 +43,7 @@ int fm_board_create(struct fm_board *b, struct fm_boot *boot, int nprocs, int se
     int rc = map_and_publish(b, 0, segment_fd, err, errlen);
     if (rc)
         return rc;
-    char card[FM_BOOT_VAL_MAX], boot_id[64];
+    char card[FM_BOOT_VAL_MAX], boot_id[FM_KERNEL_ID_MAX];
     fm_kernel_id(boot_id, sizeof(boot_id));
     snprintf(card, sizeof(card), "%d,%d,%s", (int)getpid(), b->fd, boot_id);
     rc = boot->ops->put(boot, "board", card);
@@ -56,10 +56,10 @@ int fm_board_create(struct fm_board *b, struct fm_boot *boot, int nprocs, int se
 int fm_board_join(struct fm_board *b, struct fm_boot *boot, int first, int nprocs, int proc,
                   int segment_fd, char *err, size_t errlen)
 {
-    char card[FM_BOOT_VAL_MAX], boot_id[64], their_id[64], path[64];
+    char card[FM_BOOT_VAL_MAX], boot_id[FM_KERNEL_ID_MAX], their_id[FM_KERNEL_ID_MAX], path[64];
     int pid, fd;
     if (boot->ops->get(boot, first, "board", card, sizeof(card)) != 0 ||
-        sscanf(card, "%d,%d,%63s", &pid, &fd, their_id) != 3) {
+        sscanf(card, "%d,%d,%95s", &pid, &fd, their_id) != 3) {
         snprintf(err, errlen, "shm: rank %d published no usable node board", first);
         return FM_EBOOT;
     }

@@ -33,7 +33,7 @@ struct card {
     int32_t pid;
     int32_t fd[SEG_COUNT];
     uint64_t size[SEG_COUNT];
-    char kernel[64]; /* the same kernel, or /proc/<pid> is another process */
+    char kernel[FM_KERNEL_ID_MAX]; /* the same kernel, or /proc/<pid> is another process */
 };
 
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
@@ -208,7 +208,7 @@ size_t fmshmem_segments_card(void *buf, size_t cap)
 int fmshmem_segments_map_peer(int pe, const void *buf, size_t len)
 {
     struct card c;
-    char kernel[64] = {0};
+    char kernel[FM_KERNEL_ID_MAX] = {0};
     errno = EPROTO; /* a card that is not one of ours */
     if (len != sizeof(c))
         return -1;
