@@ -3,10 +3,10 @@
 # packages, only when something is missing (so repeated runs are quick).
 #   scripts/deps.sh build|test|bench
 set -eu
-build=(cmake ninja-build gcc make pkg-config libpmix-dev)
-test=("${build[@]}" mpich openmpi-bin libopenmpi-dev openssh-server openssh-client munge slurmctld slurmd
+build=(cmake ninja-build gcc make pkg-config libpmix-dev libfabric-dev)
+test=("${build[@]}" mpich openmpi-bin libopenmpi-dev libfabric-bin python3-venv openssh-server openssh-client munge slurmctld slurmd
       slurm-client clang-14 libclang-rt-14-dev iproute2 procps util-linux)
-bench=("${build[@]}" mpich libmpich-dev openmpi-bin libopenmpi-dev ucx-utils python3 munge
+bench=("${build[@]}" mpich libmpich-dev openmpi-bin libopenmpi-dev libfabric-bin python3-venv ucx-utils python3 munge
        slurmctld slurmd slurm-client util-linux procps iproute2 iperf3)
 case "${1:-}" in
   build) want=("${build[@]}") ;;

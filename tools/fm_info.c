@@ -6,9 +6,12 @@
 #include "core/name.h"
 #include "fastmsg.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void print_wrapped(const char *indent, const char *text, int width)
 {
@@ -27,6 +30,52 @@ static void print_wrapped(const char *indent, const char *text, int width)
         while (*p == ' ')
             p++;
     }
+}
+
+/* Whether dir holds the provider; prints it if so. */
+static int provider_in(const char *dir, const char *why)
+{
+    char path[PATH_MAX], real[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/libfastmsg-fi.so", dir);
+    if (access(path, R_OK) != 0 || !realpath(path, real))
+        return 0;
+    printf("  %-40s %s\n", real, why);
+    return 1;
+}
+
+/* Where libfabric would find libfastmsg-fi.so (docs/mpi.md), and the
+ * libfabric this machine has. */
+static void print_provider(void)
+{
+    printf("\nlibfabric provider (libfastmsg-fi.so):\n");
+    int found = 0;
+    const char *env = getenv("FI_PROVIDER_PATH");
+    if (env && *env) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+            found += provider_in(d + (*d == '@' || *d == '+'), "(FI_PROVIDER_PATH)");
+        free(copy);
+    }
+    char exe[PATH_MAX], dir[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        *strrchr(exe, '/') = '\0';
+        snprintf(dir, sizeof(dir), "%s/../src", exe);
+        found += provider_in(dir, "(this build)");
+    }
+    found += provider_in(FM_FI_INSTALLED, "(installed)");
+    if (!found)
+        printf("  not found (build with libfabric-dev installed, or set FI_PROVIDER_PATH)\n");
+    void *fab = dlopen("libfabric.so.1", RTLD_LAZY | RTLD_LOCAL);
+    uint32_t (*version)(void) = fab ? (uint32_t(*)(void))dlsym(fab, "fi_version") : NULL;
+    if (version)
+        printf("  libfabric %u.%u here; use the provider with FI_PROVIDER_PATH=<its directory> "
+               "FI_PROVIDER=fastmsg\n", version() >> 16, version() & 0xffff);
+    else
+        printf("  no libfabric.so.1 here (apt-get install libfabric1)\n");
+    if (fab)
+        dlclose(fab);
 }
 
 int main(int argc, char **argv)
@@ -71,6 +120,8 @@ int main(int argc, char **argv)
             fm_links[i]->info_limits(&cfg, stdout);
     printf("  endpoints per process           %lld (FM_EP_MAX)\n", (long long)cfg.ep_max);
     printf("  segments per received message   %d (FM_SEGS_MAX)\n", FM_SEGS_MAX);
+
+    print_provider();
 
     printf("\nconfiguration (environment variables):\n");
     for (size_t i = 0; i < fm_cfg_count; i++) {

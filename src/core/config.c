@@ -143,14 +143,30 @@ void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
     }
 }
 
+/* The default `defaults` ("NAME=value", NULL-terminated) gives var, or its own. */
+static const char *default_of(const struct fm_cfg_var *var, const char *const *defaults)
+{
+    size_t n = strlen(var->name);
+    for (; defaults && *defaults; defaults++)
+        if (strncmp(*defaults, var->name, n) == 0 && (*defaults)[n] == '=')
+            return *defaults + n + 1;
+    return var->def;
+}
+
 int fm_config_load(struct fm_config *cfg, char *err, size_t errlen)
+{
+    return fm_config_load_with(cfg, NULL, err, errlen);
+}
+
+int fm_config_load_with(struct fm_config *cfg, const char *const *defaults, char *err,
+                        size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     for (size_t i = 0; i < fm_cfg_count; i++) {
         const struct fm_cfg_var *var = &fm_cfg_table[i];
         const char *s = getenv(var->name);
         if (!s || (!*s && var->kind != FM_CFG_STR))
-            s = var->def;
+            s = default_of(var, defaults);
         int rc = fm_config_parse(var, s, (char *)cfg + var->offset, err, errlen);
         if (rc)
             return rc;

@@ -71,9 +71,11 @@ typedef char fm_cfg_str[256];
       "a message sent within this many microseconds of the previous one on its flow "   \
       "may wait, while earlier packets are unacknowledged, to share a datagram with "     \
       "the next ones, until the packet fills or the next fastmsg call (0: never)")       \
-    X(progress_thread, FM_CFG_INT, "FM_PROGRESS_THREAD", "0", 0, 1, NULL,                \
-      "1: a thread advances the network path, for programs that compute for long "      \
-      "between fastmsg calls; 0: progress happens inside fastmsg calls")                 \
+    X(progress_thread, FM_CFG_INT, "FM_PROGRESS_THREAD", "0", 0, 2, NULL,                \
+      "1: a thread advances the network path all the time, for programs that compute "  \
+      "for long between fastmsg calls; 2: a thread runs it only while no fastmsg call "  \
+      "has for a heartbeat's time, so peers of a computing process do not take it for "  \
+      "dead (the libfabric provider's default); 0: progress happens inside calls only")  \
     X(stats, FM_CFG_INT, "FM_STATS", "0", 0, 1, NULL,                                    \
       "1: each rank prints its network counters (packets, retransmissions, drops by "    \
       "reason) to stderr when it leaves the job")                                        \
@@ -127,6 +129,10 @@ extern const size_t fm_cfg_count;
  * and writes why in err.
  */
 int fm_config_load(struct fm_config *cfg, char *err, size_t errlen);
+/* The same, with other defaults for some variables ("NAME=value" strings,
+ * NULL-terminated): what a library embedding fastmsg needs unless told. */
+int fm_config_load_with(struct fm_config *cfg, const char *const *defaults, char *err,
+                        size_t errlen);
 
 /* Parses one value of a variable into *out (an int64_t, or a fm_cfg_str for
  * STR); 0 or FM_EINVAL with err written. */

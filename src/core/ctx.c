@@ -144,7 +144,7 @@ static int links_stage(fm_ctx *ctx, enum stage st, char *err, size_t errlen)
     return 0;
 }
 
-static int init_ctx(fm_ctx **out, bool singleton)
+static int init_ctx(fm_ctx **out, bool singleton, const char *const *defaults)
 {
     char err[512] = "";
     if (!out)
@@ -159,7 +159,7 @@ static int init_ctx(fm_ctx **out, bool singleton)
     pthread_mutex_init(&ctx->events_lock, NULL);
     pthread_mutex_init(&ctx->domain_lock, NULL);
     pthread_mutex_init(&ctx->boot_lock, NULL);
-    int rc = fm_config_load(&ctx->cfg, err, sizeof(err));
+    int rc = fm_config_load_with(&ctx->cfg, defaults, err, sizeof(err));
     if (rc) {
         fm_error("config", "%s", err);
         ctx_free(ctx);
@@ -216,8 +216,11 @@ err_free:
     return rc;
 }
 
-int fm_init(fm_ctx **out) { return init_ctx(out, false); }
-int fm_init_singleton(fm_ctx **out) { return init_ctx(out, true); }
+int fm_init(fm_ctx **out) { return init_ctx(out, false, NULL); }
+int fm_init_singleton(fm_ctx **out, const char *const *defaults)
+{
+    return init_ctx(out, true, defaults);
+}
 
 int fm_finalize(fm_ctx *ctx)
 {

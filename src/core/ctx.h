@@ -176,8 +176,9 @@ void fm_peers_free(fm_ctx *ctx);
 int fm_domain_ready(fm_ctx *ctx);
 /* fm_init as a singleton whatever the environment says: for a process
  * whose launcher connection belongs to someone else (the libfabric
- * provider inside an MPI process), which meets its peers by name. */
-int fm_init_singleton(fm_ctx **ctx);
+ * provider inside an MPI process), which meets its peers by name.
+ * `defaults` as fm_config_load_with's. */
+int fm_init_singleton(fm_ctx **ctx, const char *const *defaults);
 
 /* Names (src/names/client.c). An endpoint closes: its publications and
  * subscriptions end. The context ends: the agent connection closes. */

@@ -345,6 +345,11 @@ void fmfi_rx_post(struct fmfi_ep *ep, struct fmfi_op *op);
 void fmfi_rx_peek(struct fmfi_ep *ep, struct fmfi_op *op);
 void fmfi_rx_claim(struct fmfi_ep *ep, struct fmfi_op *op);
 int fmfi_ep_progress(struct fmfi_ep *ep);
+/* Handles one message from src (its segments, as fm_recv gave them): a
+ * malformed, truncated or unexpected one is dropped and counted in
+ * ep->dropped. Exposed for the fuzzer. */
+void fmfi_rx_message(struct fmfi_ep *ep, fm_addr src, const struct iovec *seg, int nseg,
+                     size_t len);
 /* A control message to dst: a header, and data (READ_RESP) it streams. */
 void fmfi_send_ctl(struct fmfi_ep *ep, fm_addr dst, const struct fmfi_hdr *h, uint8_t *data,
                    size_t len);

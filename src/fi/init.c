@@ -11,6 +11,10 @@ struct fmfi_params fmfi_params = {
     .cma = 1,
 };
 
+/* An MPI rank may compute for minutes without a call: a watchdog thread
+ * keeps its network sessions answering meanwhile (FM_PROGRESS_THREAD). */
+static const char *const ctx_defaults[] = {"FM_PROGRESS_THREAD=2", NULL};
+
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static fm_ctx *the_ctx;
 static int ctx_refs;
@@ -20,7 +24,7 @@ int fmfi_ctx_get(fm_ctx **ctx)
     int rc = 0;
     pthread_mutex_lock(&ctx_lock);
     if (!the_ctx) {
-        rc = fm_init_singleton(&the_ctx);
+        rc = fm_init_singleton(&the_ctx, ctx_defaults);
         if (rc)
             FMFI_WARN(FI_LOG_DOMAIN, "fastmsg did not start: %s\n", fm_strerror(rc));
     }

@@ -839,8 +839,8 @@ static void peer_lost(struct fmfi_ep *ep, fm_addr who)
     }
 }
 
-static void rx_one(struct fmfi_ep *ep, fm_addr src, const struct iovec *seg, int nseg,
-                   size_t len)
+void fmfi_rx_message(struct fmfi_ep *ep, fm_addr src, const struct iovec *seg, int nseg,
+                     size_t len)
 {
     struct fmfi_hdr h;
     if (len < HDR) {
@@ -899,7 +899,7 @@ int fmfi_ep_progress(struct fmfi_ep *ep)
         }
         if (len < 0)
             break;
-        rx_one(ep, src, seg, nseg, (size_t)len);
+        fmfi_rx_message(ep, src, seg, nseg, (size_t)len);
         fm_recv_done(ep->fm);
     }
     events += run_queue(ep, &ep->ctl_queue);

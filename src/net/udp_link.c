@@ -52,6 +52,7 @@ struct udp_link {
     int stop;
     uint64_t last_traffic_ns;  /* atomic: when a packet last came or went */
     uint32_t idle_skips;       /* atomic: progress calls to skip while idle */
+    uint32_t calls;            /* atomic: progress calls, for the watchdog thread */
 };
 
 /* A flow's ring as an endpoint reads it: the core's fm_rx, and its place
@@ -143,6 +144,8 @@ static int udp_progress(fm_ctx *ctx, void *state, int flush)
 {
     (void)ctx;
     struct udp_link *nl = state;
+    __atomic_store_n(&nl->calls, __atomic_load_n(&nl->calls, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     uint32_t skips = __atomic_load_n(&nl->idle_skips, __ATOMIC_RELAXED);
     if (skips) {
         __atomic_store_n(&nl->idle_skips, skips - 1, __ATOMIC_RELAXED);
@@ -166,6 +169,30 @@ static uint64_t udp_deadline(fm_ctx *ctx, void *state)
     uint64_t d = fm_net_deadline(nl->engine);
     pthread_mutex_unlock(&nl->lock);
     return d;
+}
+
+/* FM_PROGRESS_THREAD=2: every half heartbeat, runs the network if no call
+ * did since the last look. It keeps a computing process's sessions alive
+ * (acks, heartbeat answers, retransmissions) and never competes with the
+ * calls of a process that communicates. */
+static void *watchdog_thread(void *arg)
+{
+    struct udp_link *nl = arg;
+    struct pollfd stop = {.fd = nl->stop_fd, .events = POLLIN};
+    int tick_ms = (int)fm_core_cfg(nl->ctx)->rail_heartbeat_ms / 2 + 1;
+    uint32_t seen = 0;
+    while (!__atomic_load_n(&nl->stop, __ATOMIC_ACQUIRE)) {
+        poll(&stop, 1, tick_ms);
+        uint32_t calls = __atomic_load_n(&nl->calls, __ATOMIC_RELAXED);
+        if (calls != seen) {
+            seen = calls;
+            continue;
+        }
+        pthread_mutex_lock(&nl->lock);
+        run(nl, 1);
+        pthread_mutex_unlock(&nl->lock);
+    }
+    return NULL;
 }
 
 static void *progress_thread(void *arg)
@@ -702,7 +729,8 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         return FM_ENOMEM;
     if (cfg->progress_thread) {
         nl->stop_fd = eventfd(0, EFD_CLOEXEC);
-        if (nl->stop_fd < 0 || pthread_create(&nl->thread, NULL, progress_thread, nl) != 0) {
+        void *(*body)(void *) = cfg->progress_thread == 2 ? watchdog_thread : progress_thread;
+        if (nl->stop_fd < 0 || pthread_create(&nl->thread, NULL, body, nl) != 0) {
             snprintf(err, errlen, "net: cannot start the progress thread");
             return FM_ESYS;
         }
