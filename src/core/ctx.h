@@ -57,6 +57,7 @@ struct fm_ctx {
     int epfd;             /* descriptors the links watch (fm_core_watch) */
     uint32_t nlost;       /* entries of the lost list (atomic) */
     uint64_t next_check_ns; /* when a retry path next checks liveness (atomic) */
+    uint32_t check_calls;   /* unforced liveness checks asked for (atomic) */
     int node_procs;         /* processes of the job on this node */
     int oversubscribed;     /* more ranks on this node than CPUs we may use */
     int polled;             /* some link needs progress calls (the network) */

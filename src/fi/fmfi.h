@@ -290,6 +290,7 @@ struct fmfi_unexp {
     void *claim_context;             /* FI_CLAIM: the context that holds it */
     struct iovec riov[FMFI_IOV_MAX]; /* RTS: the sender's buffers (CMA) */
     uint8_t *buf;                    /* eager: the data, hdr.len bytes */
+    uint8_t small[256];              /* buf for a small message */
 };
 
 /* Per sender: the message its next CONT continues. */
@@ -324,7 +325,7 @@ struct fmfi_ep {
     struct fmfi_list posted_msg, posted_tag;
     struct fmfi_list unexp_msg, unexp_tag;
     struct fmfi_list claimed;      /* FI_CLAIM'ed unexpected messages */
-    struct fmfi_list free_ops;
+    struct fmfi_list free_ops, free_unexp;
     size_t ninb, inb_cap;          /* senders with a message in progress */
     struct fmfi_inbound *inb;
     uint64_t next_id;

@@ -474,10 +474,32 @@ static void rndv_start(struct fmfi_ep *ep, struct fmfi_op *op, const struct iove
 
 /* ---- receiving: delivering an unexpected message to a receive ----------------------- */
 
-static void unexp_free(struct fmfi_unexp *ux)
+/* Unexpected messages come and go at the message rate: their entries are
+ * kept for reuse, with room for a small message's data in them. */
+static struct fmfi_unexp *unexp_new(struct fmfi_ep *ep, size_t len)
 {
-    free(ux->buf);
-    free(ux);
+    struct fmfi_unexp *ux;
+    if (!fmfi_list_empty(&ep->free_unexp)) {
+        ux = fmfi_container(ep->free_unexp.next, struct fmfi_unexp, link);
+        fmfi_list_del(&ux->link);
+    } else if (!(ux = malloc(sizeof(*ux)))) {
+        return NULL;
+    }
+    ux->claim_context = NULL;
+    ux->have = 0;
+    ux->buf = len <= sizeof(ux->small) ? ux->small : malloc(len);
+    if (!ux->buf) {
+        free(ux);
+        return NULL;
+    }
+    return ux;
+}
+
+static void unexp_free(struct fmfi_ep *ep, struct fmfi_unexp *ux)
+{
+    if (ux->buf != ux->small)
+        free(ux->buf);
+    fmfi_list_push(&ep->free_unexp, &ux->link);
 }
 
 static void deliver_unexp(struct fmfi_ep *ep, struct fmfi_op *op, struct fmfi_unexp *ux)
@@ -487,7 +509,7 @@ static void deliver_unexp(struct fmfi_ep *ep, struct fmfi_op *op, struct fmfi_un
     op->msg_len = ux->hdr.len;
     if (ux->hdr.op == FMFI_RTS) {
         rndv_start(ep, op, ux->riov);
-        unexp_free(ux);
+        unexp_free(ep, ux);
         return;
     }
     struct iovec seg = {ux->buf, ux->have};
@@ -505,7 +527,7 @@ static void deliver_unexp(struct fmfi_ep *ep, struct fmfi_op *op, struct fmfi_un
     } else {
         rx_done(ep, op);
     }
-    unexp_free(ux);
+    unexp_free(ep, ux);
 }
 
 static struct fmfi_unexp *find_unexp(struct fmfi_ep *ep, const struct fmfi_op *op)
@@ -568,7 +590,7 @@ static void discard(struct fmfi_ep *ep, struct fmfi_unexp *ux)
         if (in)
             in->unexp = NULL; /* the rest is dropped as it comes */
     }
-    unexp_free(ux);
+    unexp_free(ep, ux);
 }
 
 void fmfi_rx_peek(struct fmfi_ep *ep, struct fmfi_op *op)
@@ -689,10 +711,9 @@ static void rx_first(struct fmfi_ep *ep, fm_addr src, const struct fmfi_hdr *h,
         in->off = plen;
         return;
     }
-    struct fmfi_unexp *ux = calloc(1, sizeof(*ux));
-    if (!ux || (h->op == FMFI_EAGER && h->len && !(ux->buf = malloc(h->len)))) {
+    struct fmfi_unexp *ux = unexp_new(ep, h->op == FMFI_EAGER ? h->len : 0);
+    if (!ux) {
         FMFI_WARN(FI_LOG_EP_DATA, "out of memory for an unexpected message: dropped\n");
-        free(ux);
         ep->dropped++;
         return;
     }
@@ -924,10 +945,15 @@ void fmfi_ep_drain(struct fmfi_ep *ep)
         while (!fmfi_list_empty(unexp[i])) {
             struct fmfi_unexp *ux = fmfi_container(unexp[i]->next, struct fmfi_unexp, link);
             fmfi_list_del(&ux->link);
-            unexp_free(ux);
+            unexp_free(ep, ux);
         }
     for (size_t i = 0; i < ep->ninb; i++)
         if (ep->inb[i].op)
             fmfi_op_free(ep, ep->inb[i].op);
     ep->ninb = 0;
+    while (!fmfi_list_empty(&ep->free_unexp)) {
+        struct fmfi_list *l = ep->free_unexp.next;
+        fmfi_list_del(l);
+        free(fmfi_container(l, struct fmfi_unexp, link));
+    }
 }

@@ -138,7 +138,7 @@ static int run(struct udp_link *nl, int flush)
  * the time of a loop spinning on shared memory. The first packet after a
  * quiet spell waits a few microseconds longer at most. */
 #define IDLE_AFTER_NS 1000000u
-#define IDLE_SKIPS 32u
+#define IDLE_SKIPS 256u
 
 static int udp_progress(fm_ctx *ctx, void *state, int flush)
 {
