@@ -51,7 +51,8 @@ struct udp_link {
     int stop_fd;               /* eventfd that ends the progress thread */
     int stop;
     uint64_t last_traffic_ns;  /* atomic: when a packet last came or went */
-    uint32_t idle_skips;       /* atomic: progress calls to skip while idle */
+    uint32_t idle;             /* atomic: no packet for IDLE_AFTER_NS at the last read */
+    uint64_t last_read;        /* atomic: fm_ticks() at the last read */
     uint32_t calls;            /* atomic: progress calls, for the watchdog thread */
 };
 
@@ -132,13 +133,14 @@ static int run(struct udp_link *nl, int flush)
 }
 
 /* After this long without a packet the network is idle (every peer in
- * use is on this node, or the job computes), and only one progress call in
- * IDLE_SKIPS reads the sockets: reading an empty socket is a system call
- * (and the clock, in a VM, nearly one), which would otherwise be most of
- * the time of a loop spinning on shared memory. The first packet after a
- * quiet spell waits a few microseconds longer at most. */
+ * use is on this node, or the job computes), and the sockets are read at
+ * most every IDLE_READ_TICKS (4-16 us): reading an empty socket is a
+ * system call, which would otherwise be most of the time of a loop
+ * spinning on shared memory. The first packet after a quiet spell waits
+ * that much longer at most. (Counting calls instead of time fails when
+ * calls are slow: ranks that yield the CPU in their progress loop.) */
 #define IDLE_AFTER_NS 1000000u
-#define IDLE_SKIPS 256u
+#define IDLE_READ_TICKS 16384u
 
 static int udp_progress(fm_ctx *ctx, void *state, int flush)
 {
@@ -146,16 +148,17 @@ static int udp_progress(fm_ctx *ctx, void *state, int flush)
     struct udp_link *nl = state;
     __atomic_store_n(&nl->calls, __atomic_load_n(&nl->calls, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    uint32_t skips = __atomic_load_n(&nl->idle_skips, __ATOMIC_RELAXED);
-    if (skips) {
-        __atomic_store_n(&nl->idle_skips, skips - 1, __ATOMIC_RELAXED);
+    uint64_t ticks = fm_ticks();
+    if (__atomic_load_n(&nl->idle, __ATOMIC_RELAXED) &&
+        ticks - __atomic_load_n(&nl->last_read, __ATOMIC_RELAXED) < IDLE_READ_TICKS)
         return 0;
-    }
     if (pthread_mutex_trylock(&nl->lock) != 0)
         return 0; /* another thread is at it */
+    __atomic_store_n(&nl->last_read, ticks, __ATOMIC_RELAXED);
     uint64_t now = fm_now_ns();
-    if (now - __atomic_load_n(&nl->last_traffic_ns, __ATOMIC_RELAXED) > IDLE_AFTER_NS)
-        __atomic_store_n(&nl->idle_skips, IDLE_SKIPS, __ATOMIC_RELAXED);
+    __atomic_store_n(&nl->idle,
+                     now - __atomic_load_n(&nl->last_traffic_ns, __ATOMIC_RELAXED) > IDLE_AFTER_NS,
+                     __ATOMIC_RELAXED);
     int got = run(nl, flush);
     pthread_mutex_unlock(&nl->lock);
     return got;
