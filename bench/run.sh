@@ -90,6 +90,9 @@ bash bench/names.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "benc
 echo "+ bench/startup.sh (job start-up under each launcher)" >&2
 bash bench/startup.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/startup.sh failed" >&2
 
+echo "+ bench/mpi_fi.sh (MPI over fastmsg's libfabric provider; seed 004's applications)" >&2
+bash bench/mpi_fi.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/mpi_fi.sh failed" >&2
+
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 machine="Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%d)."
 python3 bench/report.py "$out" --title "fastmsg benchmark" --command "bash bench/run.sh" \
@@ -112,4 +115,10 @@ if [ -s build/bench/startup.md ]; then
   { echo; echo "## Job start-up (bench/startup.sh)"; echo; cat build/bench/startup.md; } \
     >>build/bench/report.md
   cat build/bench/startup.md
+fi
+if [ -s build/bench/mpi_fi.md ]; then
+  { echo; echo "## MPI over fastmsg (bench/mpi_fi.sh)"; echo; cat build/bench/mpi_fi.md; } \
+    >>build/bench/report.md
+  sed -n '1,/^### One node, Open MPI/p' build/bench/mpi_fi.md | sed '$d'
+  sed -n "/^### Seed 004's applications/,\$p" build/bench/mpi_fi.md
 fi
