@@ -173,7 +173,8 @@ static int init_ctx(fm_ctx **out, bool singleton, const char *const *defaults)
         goto err_free;
     ctx->rank = ctx->boot.rank;
     ctx->size = ctx->boot.size;
-    fm_log_set_rank(ctx->rank);
+    if (!singleton) /* a forced singleton is no rank of a job: its lines name its pid */
+        fm_log_set_rank(ctx->rank);
     ctx->names_peer = -1;
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (fm_peers_init(ctx) || ctx->epfd < 0) {

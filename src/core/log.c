@@ -36,16 +36,18 @@ void fm_log_init(void)
 
 void fm_log_set_rank(int rank) { log_rank = rank; }
 
+int fm_log_label(char *buf, size_t len)
+{
+    if (log_rank >= 0)
+        return snprintf(buf, len, "fastmsg[%d]", log_rank);
+    return snprintf(buf, len, "fastmsg[pid %d]", (int)getpid());
+}
+
 void fm_log_write(int level, const char *subsys, const char *fmt, ...)
 {
     char line[1024];
-    int n;
-    if (log_rank >= 0)
-        n = snprintf(line, sizeof(line), "fastmsg[%d] %s %s: ", log_rank,
-                     level_names[level], subsys);
-    else
-        n = snprintf(line, sizeof(line), "fastmsg[pid %d] %s %s: ", (int)getpid(),
-                     level_names[level], subsys);
+    int n = fm_log_label(line, sizeof(line));
+    n += snprintf(line + n, sizeof(line) - (size_t)n, " %s %s: ", level_names[level], subsys);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

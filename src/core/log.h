@@ -1,6 +1,7 @@
 /* Logging: quiet by default, by level from FM_LOG. */
 #ifndef FM_LOG_H
 #define FM_LOG_H
+#include <stddef.h>
 
 #include <stdint.h>
 
@@ -17,6 +18,9 @@ extern int fm_log_level_cur;
 void fm_log_init(void);
 /* Lines name this rank from now on. */
 void fm_log_set_rank(int rank);
+/* "fastmsg[rank]", or "fastmsg[pid N]" for a process that is no rank of a
+ * job: what begins every line the library prints. */
+int fm_log_label(char *buf, size_t len);
 /* Parses a level name; returns -1 if unknown. */
 int fm_log_parse_level(const char *s);
 void fm_log_write(int level, const char *subsys, const char *fmt, ...)

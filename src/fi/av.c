@@ -199,7 +199,7 @@ static struct fi_ops_av av_ops = {
 static int av_close(struct fid *fid)
 {
     struct fmfi_av *av = fmfi_container(fid, struct fmfi_av, av.fid);
-    if (av->refs)
+    if (__atomic_load_n(&av->refs, __ATOMIC_RELAXED))
         return -FI_EBUSY;
     __atomic_sub_fetch(&av->dom->refs, 1, __ATOMIC_RELAXED);
     free(av->addr);

@@ -5,8 +5,8 @@
  * Every format's entry is a prefix of struct fi_cq_tagged_entry, and
  * struct fmfi_comp starts with exactly those fields, so writing an entry
  * is one copy of entry_size bytes. Reads run the domain's progress when
- * the ring is empty (manual progress), all under the domain's lock, which
- * is also what endpoints hold when they push completions.
+ * the ring is empty (manual progress), all under fmfi_lock, which is also
+ * what endpoints hold when they push completions.
  */
 #include "fmfi.h"
 

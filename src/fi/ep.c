@@ -47,12 +47,12 @@ static int bind_cq(struct fmfi_ep *ep, struct fmfi_cq *cq, uint64_t flags)
     if (flags & FI_TRANSMIT) {
         ep->tx_cq = cq;
         ep->tx_sel = flags & FI_SELECTIVE_COMPLETION;
-        cq->refs++;
+        __atomic_add_fetch(&cq->refs, 1, __ATOMIC_RELAXED);
     }
     if (flags & FI_RECV) {
         ep->rx_cq = cq;
         ep->rx_sel = flags & FI_SELECTIVE_COMPLETION;
-        cq->refs++;
+        __atomic_add_fetch(&cq->refs, 1, __ATOMIC_RELAXED);
     }
     return 0;
 }
@@ -71,7 +71,7 @@ static int bind_cntr(struct fmfi_ep *ep, struct fmfi_cntr *c, uint64_t flags)
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (flags & map[i].flag) {
             *map[i].slot = c;
-            c->refs++;
+            __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
         }
     return 0;
 }
@@ -90,7 +90,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
             rc = -FI_EINVAL;
         else {
             ep->av = fmfi_container(bfid, struct fmfi_av, av.fid);
-            ep->av->refs++;
+            __atomic_add_fetch(&ep->av->refs, 1, __ATOMIC_RELAXED);
         }
     } else if (bfid->fclass == FI_CLASS_CQ) {
         rc = bind_cq(ep, fmfi_container(bfid, struct fmfi_cq, cq.fid), flags);
@@ -166,7 +166,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
 static void unref_cntr(struct fmfi_cntr *c)
 {
     if (c)
-        c->refs--;
+        __atomic_sub_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
 static int ep_close(struct fid *fid)
@@ -180,11 +180,11 @@ static int ep_close(struct fid *fid)
     if (ep->fm)
         fm_ep_close(ep->fm);
     if (ep->av)
-        ep->av->refs--;
+        __atomic_sub_fetch(&ep->av->refs, 1, __ATOMIC_RELAXED);
     if (ep->tx_cq)
-        ep->tx_cq->refs--;
+        __atomic_sub_fetch(&ep->tx_cq->refs, 1, __ATOMIC_RELAXED);
     if (ep->rx_cq)
-        ep->rx_cq->refs--;
+        __atomic_sub_fetch(&ep->rx_cq->refs, 1, __ATOMIC_RELAXED);
     struct fmfi_cntr *cs[] = {ep->send_cntr,  ep->recv_cntr,  ep->read_cntr,
                               ep->write_cntr, ep->rread_cntr, ep->rwrite_cntr};
     for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
@@ -195,7 +195,7 @@ static int ep_close(struct fid *fid)
         free(fmfi_container(l, struct fmfi_op, link));
     }
     free(ep->inb);
-    dom->refs--;
+    __atomic_sub_fetch(&dom->refs, 1, __ATOMIC_RELAXED);
     fmfi_unlock(dom);
     free(ep);
     return 0;
@@ -343,9 +343,7 @@ int fmfi_ep_open(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
     ep->ep.ops = &ep_ops;
     ep->ep.cm = &ep_cm_ops;
     fmfi_ep_set_xfer_ops(ep);
-    fmfi_lock(dom);
-    dom->refs++;
-    fmfi_unlock(dom);
+    __atomic_add_fetch(&dom->refs, 1, __ATOMIC_RELAXED);
     *out = &ep->ep;
     return 0;
 }

@@ -785,7 +785,8 @@ static void udp_stats(fm_ctx *ctx, void *state, FILE *out)
     char line[1024];
     if (fm_udp_link_counters(ctx, nc, dr) != 0)
         return;
-    int n = snprintf(line, sizeof(line), "fastmsg[%d] net:", fm_core_rank(ctx));
+    int n = fm_log_label(line, sizeof(line));
+    n += snprintf(line + n, sizeof(line) - (size_t)n, " net:");
     for (int i = 0; i < FM_NC_COUNT && n < (int)sizeof(line); i++)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %s=%llu", fm_net_counter_names[i],
                       (unsigned long long)nc[i]);
