@@ -329,6 +329,8 @@ struct fmfi_ep {
     size_t ninb, inb_cap;          /* senders with a message in progress */
     struct fmfi_inbound *inb;
     uint64_t next_id;
+    size_t tx_ops;                 /* sends and RMA ops not completed: at most FMFI_QUEUE_SIZE */
+    size_t nunexp;                 /* unexpected messages held */
     uint64_t dropped;              /* malformed or foreign messages, dropped */
 };
 

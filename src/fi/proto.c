@@ -12,6 +12,13 @@
 
 #define HDR sizeof(struct fmfi_hdr)
 #define RX_BATCH 64 /* messages one progress call takes from an endpoint */
+/* Past this many unexpected messages, a progress call takes one message
+ * only: the rest wait in the ring, whose sender then waits for room. A
+ * sender running ahead of its receiver is held back by the ring, as it
+ * should be, instead of growing the receiver's unexpected queue without
+ * bound; a receive waiting for a later message still gets it, one message
+ * per call. */
+#define UNEXP_SOFT 256
 
 /* ---- ops ------------------------------------------------------------------------ */
 
@@ -89,6 +96,8 @@ static void complete(struct fmfi_ep *ep, struct fmfi_op *op, int err)
         return;
     }
     bool rx = op->kind == OP_RECV;
+    if (!rx)
+        ep->tx_ops--;
     struct fmfi_cq *cq = rx ? ep->rx_cq : ep->tx_cq;
     bool sel = rx ? ep->rx_sel : ep->tx_sel;
     struct fmfi_comp c = {
@@ -279,6 +288,7 @@ void fmfi_tx_start(struct fmfi_ep *ep, struct fmfi_op *op)
     if (op->kind != OP_CTL) {
         op->id = ++ep->next_id;
         op->hdr.id = op->id;
+        ep->tx_ops++;
     }
     struct fmfi_list *q = op->kind == OP_CTL ? &ep->ctl_queue : &ep->tx_queue;
     if (fmfi_list_empty(q)) {
@@ -487,6 +497,7 @@ static struct fmfi_unexp *unexp_new(struct fmfi_ep *ep, size_t len)
     }
     ux->claim_context = NULL;
     ux->have = 0;
+    ep->nunexp++;
     ux->buf = len <= sizeof(ux->small) ? ux->small : malloc(len);
     if (!ux->buf) {
         free(ux);
@@ -499,6 +510,7 @@ static void unexp_free(struct fmfi_ep *ep, struct fmfi_unexp *ux)
 {
     if (ux->buf != ux->small)
         free(ux->buf);
+    ep->nunexp--;
     fmfi_list_push(&ep->free_unexp, &ux->link);
 }
 
@@ -922,6 +934,8 @@ int fmfi_ep_progress(struct fmfi_ep *ep)
             break;
         fmfi_rx_message(ep, src, seg, nseg, (size_t)len);
         fm_recv_done(ep->fm);
+        if (ep->nunexp > UNEXP_SOFT)
+            break;
     }
     events += run_queue(ep, &ep->ctl_queue);
     events += run_queue(ep, &ep->tx_queue);

@@ -102,6 +102,16 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
     };
     if (!rc)
         rc = send_now(ep, peer, &h, x);
+    /* Back-pressure instead of buffering without bound: an inject that
+     * cannot go now would be copied, so the caller progresses and retries
+     * (fi_inject may say FI_EAGAIN), and so does any send past the queue's
+     * advertised size. */
+    if (rc == 0 && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE)) {
+        fmfi_ep_progress(ep);
+        rc = send_now(ep, peer, &h, x);
+        if (rc == 0 && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE))
+            rc = -FI_EAGAIN;
+    }
     if (rc == 0) {
         struct fmfi_op *op = fmfi_op_new(ep);
         if (!op)
@@ -164,6 +174,8 @@ static ssize_t do_rma(struct fmfi_ep *ep, const struct xfer *x, bool write)
     fm_addr peer;
     fmfi_lock(ep->dom);
     int rc = ready(ep, x, &peer);
+    if (!rc && ep->tx_ops >= FMFI_QUEUE_SIZE)
+        rc = -FI_EAGAIN;
     struct fmfi_op *op = rc ? NULL : fmfi_op_new(ep);
     if (!rc && !op)
         rc = -FI_ENOMEM;

@@ -146,12 +146,17 @@ static int udp_progress(fm_ctx *ctx, void *state, int flush)
 {
     (void)ctx;
     struct udp_link *nl = state;
-    __atomic_store_n(&nl->calls, __atomic_load_n(&nl->calls, __ATOMIC_RELAXED) + 1,
-                     __ATOMIC_RELAXED);
-    uint64_t ticks = fm_ticks();
+    uint32_t calls = __atomic_load_n(&nl->calls, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&nl->calls, calls, __ATOMIC_RELAXED);
+    /* Idle: even the TSC is slow to read in a VM, so it is read on one call
+     * in 8 (slow calls, that yield the CPU, then wait 8 calls at most). */
+    uint64_t ticks = 0;
     if (__atomic_load_n(&nl->idle, __ATOMIC_RELAXED) &&
-        ticks - __atomic_load_n(&nl->last_read, __ATOMIC_RELAXED) < IDLE_READ_TICKS)
+        ((calls & 7) || (ticks = fm_ticks()) - __atomic_load_n(&nl->last_read, __ATOMIC_RELAXED) <
+                            IDLE_READ_TICKS))
         return 0;
+    if (!ticks)
+        ticks = fm_ticks();
     if (pthread_mutex_trylock(&nl->lock) != 0)
         return 0; /* another thread is at it */
     __atomic_store_n(&nl->last_read, ticks, __ATOMIC_RELAXED);
