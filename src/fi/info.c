@@ -84,6 +84,7 @@ struct asked {
     const struct fi_ep_attr *ep;
     const struct fi_domain_attr *dom;
     const struct fi_fabric_attr *fab;
+    bool has_addr; /* the hints carry a source or destination address */
 };
 
 static void read_hints(const struct fi_info *hints, struct asked *a)
@@ -98,6 +99,7 @@ static void read_hints(const struct fi_info *hints, struct asked *a)
         return;
     a->caps = hints->caps;
     a->addr_format = hints->addr_format;
+    a->has_addr = hints->src_addr || hints->dest_addr;
     if (hints->tx_attr)
         a->tx = hints->tx_attr;
     if (hints->rx_attr)
@@ -270,9 +272,12 @@ static bool domain_matches(uint32_t version, const struct fi_domain_attr *d)
 /* Hints that do not depend on the endpoint type. */
 static bool common_matches(uint32_t version, const struct asked *a)
 {
-    if (a->addr_format != FI_FORMAT_UNSPEC)
-        return refuse(NULL, "addr_format %u asked: names are opaque (FI_FORMAT_UNSPEC)",
-                      a->addr_format);
+    /* Intel MPI asks for FI_SOCKADDR_IN out of habit, then treats names as
+     * opaque blobs of fi_getname's length: a format asked for without an
+     * address to read in it is answered with ours. */
+    if (a->addr_format != FI_FORMAT_UNSPEC && a->has_addr)
+        return refuse(NULL, "addr_format %u asked with an address: names are opaque "
+                            "(FI_FORMAT_UNSPEC)", a->addr_format);
     return fabric_matches(a->fab) && domain_matches(version, a->dom);
 }
 

@@ -95,7 +95,11 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
         .op = len > fmfi_params.eager_max ? FMFI_RTS : FMFI_EAGER,
         .flags = (uint8_t)((x->tagged ? FMFI_F_TAGGED : 0) |
                            ((x->flags & FI_REMOTE_CQ_DATA) ? FMFI_F_DATA : 0) |
-                           ((x->flags & FI_DELIVERY_COMPLETE) ? FMFI_F_ACKREQ : 0)),
+                           /* an inject has no completion to delay */
+                           ((x->flags & (FI_DELIVERY_COMPLETE | FI_INJECT)) ==
+                                    FI_DELIVERY_COMPLETE
+                                ? FMFI_F_ACKREQ
+                                : 0)),
         .len = len,
         .tag = x->tag,
         .data = x->data,
