@@ -329,6 +329,8 @@ int fmfi_ep_open(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
     ep->type = type;
     ep->caps = info->caps;
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+    ep->inject_size = info->tx_attr && info->tx_attr->inject_size ? info->tx_attr->inject_size
+                                                                   : FMFI_INJECT_SIZE;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     ep->min_multi_recv = 64;
     struct fmfi_list *lists[] = {&ep->tx_queue,   &ep->tx_wait,    &ep->rx_wait,

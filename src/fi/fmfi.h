@@ -50,6 +50,10 @@
 #define FMFI_QUEUE_SIZE 1024                  /* advertised tx/rx sizes: a hint, not a limit */
 #define FMFI_INJECT_SIZE 4096
 #define FMFI_CQ_DATA_SIZE 8
+#define FMFI_DGRAM_MAX (65536 - 64) /* a datagram endpoint's largest message */
+/* FI_FASTMSG_EAGER_MAX's ceiling: a receiver allocates an unexpected eager
+ * message's length when its first part comes, so it refuses larger ones. */
+#define FMFI_EAGER_CEILING (64u << 20)
 
 extern struct fi_provider fmfi_prov;
 
@@ -316,6 +320,7 @@ struct fmfi_ep {
     struct fmfi_cntr *rread_cntr, *rwrite_cntr;
     uint64_t tx_op_flags, rx_op_flags;
     uint64_t caps;
+    size_t inject_size;            /* the tx_attr's: largest inject */
     bool enabled;
     size_t min_multi_recv;
     struct fmfi_list tx_queue;     /* sends and RMA not yet wholly handed to fastmsg */

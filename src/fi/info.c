@@ -72,7 +72,7 @@ struct kind {
 
 static const struct kind kinds[] = {
     {FI_EP_RDM, "FI_EP_RDM", RDM_CAPS, (size_t)1 << 40, FMFI_TAG_FORMAT, FMFI_CQ_DATA_SIZE, 1},
-    {FI_EP_DGRAM, "FI_EP_DGRAM", DGRAM_CAPS, 65536 - 64, 0, 0, 0},
+    {FI_EP_DGRAM, "FI_EP_DGRAM", DGRAM_CAPS, FMFI_DGRAM_MAX, 0, 0, 0},
 };
 
 /* The hints, with zeroed attributes standing in for those not given. */

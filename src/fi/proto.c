@@ -122,7 +122,7 @@ static void complete(struct fmfi_ep *ep, struct fmfi_op *op, int err)
             fmfi_cq_push_err(cq, &c, err, err == FI_ETRUNC ? op->msg_len - op->len : 0);
     } else {
         fmfi_cntr_inc(op_cntr(ep, op));
-        bool wanted = !sel || (op->flags & FI_COMPLETION);
+        bool wanted = !sel || (op->flags & FI_COMPLETION) || op->release_flag;
         if (cq && wanted && !(op->flags & FI_INJECT))
             fmfi_cq_push(cq, &c);
     }
@@ -343,8 +343,26 @@ static struct fmfi_inbound *inbound(struct fmfi_ep *ep, fm_addr src)
     return NULL;
 }
 
+/* The inbound slot filling unexpected message ux, if any. */
+static struct fmfi_inbound *inbound_of(struct fmfi_ep *ep, const struct fmfi_unexp *ux)
+{
+    for (size_t i = 0; i < ep->ninb; i++)
+        if (ep->inb[i].unexp == ux)
+            return &ep->inb[i];
+    return NULL;
+}
+
+static void inbound_del(struct fmfi_ep *ep, struct fmfi_inbound *in);
+
 struct fmfi_inbound *fmfi_inbound_add(struct fmfi_ep *ep, fm_addr src)
 {
+    struct fmfi_inbound *old = inbound(ep, src);
+    if (old) { /* a new first part: the sender's previous message ends unfinished */
+        struct fmfi_op *op = old->op;
+        inbound_del(ep, old);
+        if (op)
+            complete(ep, op, FI_EIO);
+    }
     if (ep->ninb == ep->inb_cap) {
         size_t cap = ep->inb_cap ? ep->inb_cap * 2 : 8;
         void *p = realloc(ep->inb, cap * sizeof(*ep->inb));
@@ -529,7 +547,7 @@ static void deliver_unexp(struct fmfi_ep *ep, struct fmfi_op *op, struct fmfi_un
     op->done = ux->have;
     if (ux->have < ux->hdr.len) {
         /* The rest is still coming: it goes straight to the receive. */
-        struct fmfi_inbound *in = inbound(ep, ux->src);
+        struct fmfi_inbound *in = inbound_of(ep, ux);
         if (in) {
             in->unexp = NULL;
             in->op = op;
@@ -598,7 +616,7 @@ static void discard(struct fmfi_ep *ep, struct fmfi_unexp *ux)
         struct fmfi_hdr cts = {.op = FMFI_CTS, .id = ux->hdr.id};
         fmfi_send_ctl(ep, ux->src, &cts, NULL, 0);
     } else if (ux->have < ux->hdr.len) {
-        struct fmfi_inbound *in = inbound(ep, ux->src);
+        struct fmfi_inbound *in = inbound_of(ep, ux);
         if (in)
             in->unexp = NULL; /* the rest is dropped as it comes */
     }
@@ -694,7 +712,7 @@ static void rx_first(struct fmfi_ep *ep, fm_addr src, const struct fmfi_hdr *h,
         for (int i = 0; i < h->iovcnt; i++)
             riov[i] = (struct iovec){(void *)(uintptr_t)w[i].addr, (size_t)w[i].len};
         plen = 0;
-    } else if (plen > h->len) {
+    } else if (plen > h->len || h->len > FMFI_EAGER_CEILING) {
         ep->dropped++;
         return;
     }
@@ -819,7 +837,11 @@ static void rx_answer(struct fmfi_ep *ep, const struct fmfi_hdr *h, const struct
                       int nseg, size_t plen)
 {
     struct fmfi_op *op = find_id(&ep->tx_wait, h->id);
-    if (!op) {
+    /* READ_RESP answers a read, FIN a send, ACK a send or a write. */
+    bool fits = op && (h->op == FMFI_READ_RESP ? op->kind == OP_READ
+                       : h->op == FMFI_FIN    ? op->kind == OP_SEND
+                                              : op->kind == OP_SEND || op->kind == OP_WRITE);
+    if (!fits) {
         ep->dropped++;
         return;
     }

@@ -13,6 +13,7 @@ void fmfi_rma_written(struct fmfi_ep *ep, fm_addr src, const struct fmfi_hdr *h,
         if ((h->flags & FMFI_F_DATA) && ep->rx_cq) {
             struct fmfi_comp c = {
                 .flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+                .len = h->len,
                 .data = h->data,
                 .src = (ep->caps & FI_SOURCE) ? fmfi_av_fi(ep->av, src) : FI_ADDR_NOTAVAIL,
             };

@@ -29,7 +29,8 @@ static int check_iov(const struct xfer *x)
 
 static int op_iov(struct fmfi_op *op, const struct xfer *x)
 {
-    memcpy(op->iov, x->iov, x->iovcnt * sizeof(*x->iov));
+    if (x->iovcnt)
+        memcpy(op->iov, x->iov, x->iovcnt * sizeof(*x->iov));
     op->iovcnt = x->iovcnt;
     op->len = fmfi_iov_len(x->iov, x->iovcnt);
     if (!(x->flags & FI_INJECT) || !op->len)
@@ -58,16 +59,21 @@ static int ready(struct fmfi_ep *ep, const struct xfer *x, fm_addr *peer)
  * before it: no op is made. Returns 1 if it went whole, 0 if the op path
  * must take it, or an error. */
 static int send_now(struct fmfi_ep *ep, fm_addr peer, const struct fmfi_hdr *h,
-                    const struct xfer *x)
+                    const struct xfer *x, size_t *taken)
 {
     if (!fmfi_list_empty(&ep->tx_queue) || h->op != FMFI_EAGER || (h->flags & FMFI_F_ACKREQ))
         return 0;
     struct iovec iov[1 + FMFI_IOV_MAX];
     iov[0] = (struct iovec){(void *)h, HDR};
-    memcpy(iov + 1, x->iov, x->iovcnt * sizeof(*iov));
+    if (x->iovcnt)
+        memcpy(iov + 1, x->iov, x->iovcnt * sizeof(*iov));
     ssize_t g = fm_send(ep->fm, peer, iov, (int)x->iovcnt + 1);
+    if (g >= (ssize_t)HDR && (size_t)g < HDR + h->len) {
+        *taken = (size_t)g - HDR; /* a prefix is in the ring: CONT messages carry the rest */
+        return 0;
+    }
     if (g == FM_EAGAIN || (g >= 0 && (size_t)g != HDR + h->len))
-        return 0; /* FM_EAGAIN; a prefix is impossible below a quarter ring */
+        return 0;
     if (g < 0)
         return fmfi_fm_err((int)g);
     fmfi_cntr_inc(ep->send_cntr);
@@ -87,12 +93,12 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
     fmfi_lock(ep->dom);
     int rc = ready(ep, x, &peer);
     size_t len = rc ? 0 : fmfi_iov_len(x->iov, x->iovcnt);
-    if (!rc && (x->flags & FI_INJECT) && len > FMFI_INJECT_SIZE)
-        rc = -FI_EMSGSIZE;
-    if (!rc && ep->type == FI_EP_DGRAM && len > fmfi_params.eager_max)
+    bool dgram = ep->type == FI_EP_DGRAM; /* a datagram goes whole, eagerly */
+    if (!rc && (((x->flags & FI_INJECT) && len > ep->inject_size) ||
+                (dgram && len > FMFI_DGRAM_MAX)))
         rc = -FI_EMSGSIZE;
     struct fmfi_hdr h = {
-        .op = len > fmfi_params.eager_max ? FMFI_RTS : FMFI_EAGER,
+        .op = !dgram && len > fmfi_params.eager_max ? FMFI_RTS : FMFI_EAGER,
         .flags = (uint8_t)((x->tagged ? FMFI_F_TAGGED : 0) |
                            ((x->flags & FI_REMOTE_CQ_DATA) ? FMFI_F_DATA : 0) |
                            /* an inject has no completion to delay */
@@ -104,16 +110,17 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
         .tag = x->tag,
         .data = x->data,
     };
+    size_t taken = 0;
     if (!rc)
-        rc = send_now(ep, peer, &h, x);
+        rc = send_now(ep, peer, &h, x, &taken);
     /* Back-pressure instead of buffering without bound: an inject that
      * cannot go now would be copied, so the caller progresses and retries
      * (fi_inject may say FI_EAGAIN), and so does any send past the queue's
      * advertised size. */
-    if (rc == 0 && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE)) {
+    if (rc == 0 && !taken && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE)) {
         fmfi_ep_progress(ep);
-        rc = send_now(ep, peer, &h, x);
-        if (rc == 0 && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE))
+        rc = send_now(ep, peer, &h, x, &taken);
+        if (rc == 0 && !taken && (x->flags & FI_INJECT || ep->tx_ops >= FMFI_QUEUE_SIZE))
             rc = -FI_EAGAIN;
     }
     if (rc == 0) {
@@ -129,6 +136,10 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
             op->context = x->context;
             op->peer = peer;
             op->hdr = h;
+            if (taken) {
+                op->state = ST_PARTIAL;
+                op->done = taken;
+            }
             fmfi_tx_start(ep, op);
         }
     }
@@ -153,7 +164,8 @@ static ssize_t do_recv(struct fmfi_ep *ep, const struct xfer *x)
         op->tag = x->tag;
         op->ignore = x->ignore;
         op->multi = (x->flags & FI_MULTI_RECV) != 0;
-        memcpy(op->iov, x->iov, x->iovcnt * sizeof(*x->iov));
+        if (x->iovcnt)
+            memcpy(op->iov, x->iov, x->iovcnt * sizeof(*x->iov));
         op->iovcnt = x->iovcnt;
         op->len = fmfi_iov_len(x->iov, x->iovcnt);
         bool directed = (ep->caps & FI_DIRECTED_RECV) && x->addr != FI_ADDR_UNSPEC;
@@ -184,7 +196,7 @@ static ssize_t do_rma(struct fmfi_ep *ep, const struct xfer *x, bool write)
     if (!rc && !op)
         rc = -FI_ENOMEM;
     if (!rc && !(rc = op_iov(op, x))) {
-        if ((x->flags & FI_INJECT) && op->len > FMFI_INJECT_SIZE)
+        if ((x->flags & FI_INJECT) && op->len > ep->inject_size)
             rc = -FI_EMSGSIZE;
     }
     if (!rc) {
