@@ -1,6 +1,8 @@
 /* Address vectors over fastmsg's endpoint names. An fi_addr is an index
  * (for FI_AV_MAP too: the value is opaque to the consumer), and a reverse
  * map from fastmsg addresses gives FI_SOURCE its fi_addr. */
+#include "core/core_api.h"
+#include "core/name.h"
 #include "fmfi.h"
 
 #include <stdio.h>
@@ -80,12 +82,15 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
         while (cap < av->count + count)
             cap *= 2;
         fm_addr *a = realloc(av->addr, cap * sizeof(*a));
-        if (!a)
-            rc = -FI_ENOMEM;
-        else {
+        uint8_t *l = a ? realloc(av->local, cap) : NULL;
+        if (a)
             av->addr = a;
+        if (l)
+            av->local = l;
+        if (!a || !l)
+            rc = -FI_ENOMEM;
+        else
             av->cap = cap;
-        }
     }
     if (!rc)
         rc = rev_grow(av, av->count + count);
@@ -101,6 +106,9 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
         }
         fi_addr_t v = av->count++;
         av->addr[v] = a;
+        struct fm_name n;
+        av->local[v] = fm_name_decode(name, name_len(name), &n) == 0 &&
+                       n.node == fm_core_node(av->dom->ctx);
         rev_put(av, a, v);
         if (fi_addr)
             fi_addr[i] = v;
@@ -203,6 +211,7 @@ static int av_close(struct fid *fid)
         return -FI_EBUSY;
     __atomic_sub_fetch(&av->dom->refs, 1, __ATOMIC_RELAXED);
     free(av->addr);
+    free(av->local);
     free(av->rev);
     free(av);
     return 0;

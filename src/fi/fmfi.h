@@ -60,6 +60,7 @@ extern struct fi_provider fmfi_prov;
 /* Tunables, read once at fi_prov_ini through fi_param_get (FI_FASTMSG_*). */
 struct fmfi_params {
     size_t eager_max;  /* larger messages go by rendezvous */
+    size_t eager_local_max; /* the same, to a process on this node */
     int cma;           /* read same-node rendezvous senders with process_vm_readv */
 };
 extern struct fmfi_params fmfi_params;
@@ -147,12 +148,18 @@ struct fmfi_av {
     enum fi_av_type type;
     size_t count, cap;
     fm_addr *addr;      /* by fi_addr: FM_ADDR_NONE where removed */
+    uint8_t *local;     /* by fi_addr: the peer runs on this node */
     /* fastmsg address -> fi_addr, for FI_SOURCE (open addressing) */
     size_t rcap;
     struct { fm_addr key; fi_addr_t val; } *rev;
     int refs; /* endpoints bound */
 };
 
+/* Whether fi_addr's process runs on this node. */
+static inline bool fmfi_av_local(const struct fmfi_av *av, fi_addr_t a)
+{
+    return a < av->count && av->local[a];
+}
 /* The fastmsg address of fi_addr, or FM_ADDR_NONE. */
 fm_addr fmfi_av_fm(const struct fmfi_av *av, fi_addr_t a);
 /* The fi_addr a sender has in this AV, or FI_ADDR_NOTAVAIL. */

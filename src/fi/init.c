@@ -8,6 +8,7 @@
 
 struct fmfi_params fmfi_params = {
     .eager_max = 32768,
+    .eager_local_max = 8192,
     .cma = 1,
 };
 
@@ -130,12 +131,17 @@ static void read_params(void)
                     "Largest message sent eagerly; larger ones wait for the receiver "
                     "(rendezvous), so unexpected large messages are never buffered "
                     "(default: 32768, at most 64 MiB)");
+    fi_param_define(&fmfi_prov, "eager_local_max", FI_PARAM_SIZE_T,
+                    "The same, to a process on this node, which the receiver then reads "
+                    "once with process_vm_readv (default: 8192)");
     fi_param_define(&fmfi_prov, "cma", FI_PARAM_BOOL,
                     "Let a receiver on the same node copy a large message straight from "
                     "the sender's memory with process_vm_readv (default: yes)");
     size_t eager;
     if (fi_param_get_size_t(&fmfi_prov, "eager_max", &eager) == 0)
         fmfi_params.eager_max = eager < FMFI_EAGER_CEILING ? eager : FMFI_EAGER_CEILING;
+    if (fi_param_get_size_t(&fmfi_prov, "eager_local_max", &eager) == 0)
+        fmfi_params.eager_local_max = eager < FMFI_EAGER_CEILING ? eager : FMFI_EAGER_CEILING;
     int cma;
     if (fi_param_get_bool(&fmfi_prov, "cma", &cma) == 0)
         fmfi_params.cma = cma;

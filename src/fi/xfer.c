@@ -98,7 +98,10 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
                 (dgram && len > FMFI_DGRAM_MAX)))
         rc = -FI_EMSGSIZE;
     struct fmfi_hdr h = {
-        .op = !dgram && len > fmfi_params.eager_max ? FMFI_RTS : FMFI_EAGER,
+        .op = !dgram && len > (fmfi_av_local(ep->av, x->addr) ? fmfi_params.eager_local_max
+                                                              : fmfi_params.eager_max)
+                  ? FMFI_RTS
+                  : FMFI_EAGER,
         .flags = (uint8_t)((x->tagged ? FMFI_F_TAGGED : 0) |
                            ((x->flags & FI_REMOTE_CQ_DATA) ? FMFI_F_DATA : 0) |
                            /* an inject has no completion to delay */
