@@ -18,50 +18,14 @@
  * of REPS (each repetition factors a freshly generated A).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <mpi.h>
+#include "app.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A deterministic value in [-1, 1) for (seed, i, j): splitmix64 of the three. */
-static double entry(uint64_t seed, uint64_t i, uint64_t j)
-{
-    uint64_t z =
-        seed * 0x9e3779b97f4a7c15ULL + i * 0xbf58476d1ce4e5b9ULL + j * 0x94d049bb133111ebULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "lu: out of memory (%zu bytes)\n", n);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
-static long parse_count(const char *s, long max, const char *what, int rank)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > max) {
-        if (rank == 0)
-            fprintf(stderr, "lu: %s must be an integer in [1, %ld], not '%s'\n", what, max, s);
-        MPI_Finalize();
-        exit(2);
-    }
-    return v;
-}
 
 /* A rank's rows, each n+1 doubles (A's row, then b's entry); local row l is global l*ranks+rank. */
 struct sys {
@@ -78,7 +42,7 @@ static void generate(struct sys *s, const double *x0)
         double *row = ROW(s, l), b = 0.0;
         uint64_t i = (uint64_t)l * (uint64_t)s->ranks + (uint64_t)s->rank;
         for (int j = 0; j < s->n; j++) {
-            row[j] = entry(1, i, (uint64_t)j);
+            row[j] = app_entry(1, i, (uint64_t)j);
             b += row[j] * x0[j];
         }
         row[s->n] = b;
@@ -132,7 +96,7 @@ static int factor(struct sys *s, double *buf)
 static void solve(struct sys *s, double *x)
 {
     const int n = s->n;
-    double *y = xmalloc(sizeof(double) * (size_t)n);
+    double *y = app_malloc(sizeof(double) * (size_t)n);
     for (int k = n - 1; k >= 0; k--) {
         const int owner = k % s->ranks;
         double yk = 0.0;
@@ -152,24 +116,16 @@ static void solve(struct sys *s, double *x)
 int main(int argc, char **argv)
 {
     int rank, ranks;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-
-    if (argc > 3 || (argc > 1 && argv[1][0] == '-')) {
-        if (rank == 0) fprintf(stderr, "usage: lu [N] [REPS]\n");
-        MPI_Finalize();
-        return 2;
-    }
-    const int n = argc > 1 ? (int)parse_count(argv[1], 30000, "N", rank) : 2000;
-    const int reps = argc > 2 ? (int)parse_count(argv[2], 1000, "REPS", rank) : 1;
+    app_start(&argc, &argv, "lu", "", &rank, &ranks);
+    const int n = argc > 1 ? (int)app_count(argv[1], 30000, "N", rank) : 2000;
+    const int reps = argc > 2 ? (int)app_count(argv[2], 1000, "REPS", rank) : 1;
 
     struct sys s = {n, rank, ranks, n / ranks + (rank < n % ranks), NULL, NULL};
-    s.m = xmalloc(sizeof(double) * (size_t)s.rows * (size_t)(n + 1));
-    s.perm = xmalloc(sizeof(int) * (size_t)n);
-    double *buf = xmalloc(sizeof(double) * (size_t)(n + 2));
-    double *x0 = xmalloc(sizeof(double) * (size_t)n), *x = xmalloc(sizeof(double) * (size_t)n);
-    for (int j = 0; j < n; j++) x0[j] = entry(4, 0, (uint64_t)j);
+    s.m = app_malloc(sizeof(double) * (size_t)s.rows * (size_t)(n + 1));
+    s.perm = app_malloc(sizeof(int) * (size_t)n);
+    double *buf = app_malloc(sizeof(double) * (size_t)(n + 2));
+    double *x0 = app_malloc(sizeof(double) * (size_t)n), *x = app_malloc(sizeof(double) * (size_t)n);
+    for (int j = 0; j < n; j++) x0[j] = app_entry(4, 0, (uint64_t)j);
 
     double best = INFINITY;
     int bad = 0;
@@ -192,7 +148,7 @@ int main(int argc, char **argv)
             uint64_t i = (uint64_t)l * (uint64_t)ranks + (uint64_t)rank;
             double ax = 0.0, b = 0.0, norm = 0.0;
             for (int j = 0; j < n; j++) {
-                double a = entry(1, i, (uint64_t)j);
+                double a = app_entry(1, i, (uint64_t)j);
                 ax += a * x[j], b += a * x0[j], norm += fabs(a);
             }
             loc[0] = fmax(loc[0], fabs(ax - b));

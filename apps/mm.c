@@ -15,50 +15,14 @@
  * and the program exits 1 if the check fails.  The time is the best of REPS.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <mpi.h>
+#include "app.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A deterministic value in [-1, 1) for (seed, i, j): splitmix64 of the three. */
-static double entry(uint64_t seed, uint64_t i, uint64_t j)
-{
-    uint64_t z =
-        seed * 0x9e3779b97f4a7c15ULL + i * 0xbf58476d1ce4e5b9ULL + j * 0x94d049bb133111ebULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "mm: out of memory (%zu bytes)\n", n);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
-static long parse_count(const char *s, long max, const char *what, int rank)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > max) {
-        if (rank == 0)
-            fprintf(stderr, "mm: %s must be an integer in [1, %ld], not '%s'\n", what, max, s);
-        MPI_Finalize();
-        exit(2);
-    }
-    return v;
-}
 
 /* c (rows x n) = a (rows x n) * b (n x n), row-major, in tiles of b that stay in the cache
  * (KB x JB doubles = 512 KiB): the plain i-k-j loop streams all of b from memory for every row. */
@@ -94,21 +58,13 @@ static void matvec(const double *m, const double *x, double *y, int n)
 int main(int argc, char **argv)
 {
     int rank, ranks;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-
-    if (argc > 3 || (argc > 1 && argv[1][0] == '-')) {
-        if (rank == 0) fprintf(stderr, "usage: mm [N] [REPS]\n");
-        MPI_Finalize();
-        return 2;
-    }
-    const int n = argc > 1 ? (int)parse_count(argv[1], 20000, "N", rank) : 2000;
-    const int reps = argc > 2 ? (int)parse_count(argv[2], 1000, "REPS", rank) : 1;
+    app_start(&argc, &argv, "mm", "", &rank, &ranks);
+    const int n = argc > 1 ? (int)app_count(argv[1], 20000, "N", rank) : 2000;
+    const int reps = argc > 2 ? (int)app_count(argv[2], 1000, "REPS", rank) : 1;
 
     /* Block row distribution: rank r gets rows[r] rows starting at first[r]; counts in doubles. */
-    int *counts = xmalloc(sizeof(int) * (size_t)ranks);
-    int *displs = xmalloc(sizeof(int) * (size_t)ranks);
+    int *counts = app_malloc(sizeof(int) * (size_t)ranks);
+    int *displs = app_malloc(sizeof(int) * (size_t)ranks);
     for (int r = 0, row = 0; r < ranks; r++) {
         int rows = n / ranks + (r < n % ranks);
         counts[r] = rows * n;
@@ -118,16 +74,16 @@ int main(int argc, char **argv)
     const int my_rows = counts[rank] / n;
     const size_t nn = (size_t)n * (size_t)n;
 
-    double *a = NULL, *c = NULL, *b = xmalloc(sizeof(double) * nn);
-    double *a_mine = xmalloc(sizeof(double) * (size_t)counts[rank]);
-    double *c_mine = xmalloc(sizeof(double) * (size_t)counts[rank]);
+    double *a = NULL, *c = NULL, *b = app_malloc(sizeof(double) * nn);
+    double *a_mine = app_malloc(sizeof(double) * (size_t)counts[rank]);
+    double *c_mine = app_malloc(sizeof(double) * (size_t)counts[rank]);
     if (rank == 0) { /* the master holds A, B and the result C */
-        a = xmalloc(sizeof(double) * nn);
-        c = xmalloc(sizeof(double) * nn);
+        a = app_malloc(sizeof(double) * nn);
+        c = app_malloc(sizeof(double) * nn);
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
-                a[(size_t)i * n + j] = entry(1, (uint64_t)i, (uint64_t)j);
-                b[(size_t)i * n + j] = entry(2, (uint64_t)i, (uint64_t)j);
+                a[(size_t)i * n + j] = app_entry(1, (uint64_t)i, (uint64_t)j);
+                b[(size_t)i * n + j] = app_entry(2, (uint64_t)i, (uint64_t)j);
             }
     }
 
@@ -148,9 +104,9 @@ int main(int argc, char **argv)
     int ok = 1;
     if (rank == 0) {
         /* Freivalds: compare C r with A (B r), O(n^2) instead of another O(n^3) product. */
-        double *x = xmalloc(sizeof(double) * (size_t)n), *y = xmalloc(sizeof(double) * (size_t)n);
-        double *z = xmalloc(sizeof(double) * (size_t)n), *w = xmalloc(sizeof(double) * (size_t)n);
-        for (int j = 0; j < n; j++) x[j] = entry(3, 0, (uint64_t)j);
+        double *x = app_malloc(sizeof(double) * (size_t)n), *y = app_malloc(sizeof(double) * (size_t)n);
+        double *z = app_malloc(sizeof(double) * (size_t)n), *w = app_malloc(sizeof(double) * (size_t)n);
+        for (int j = 0; j < n; j++) x[j] = app_entry(3, 0, (uint64_t)j);
         matvec(b, x, y, n);
         matvec(a, y, z, n);
         matvec(c, x, w, n);

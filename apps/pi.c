@@ -13,9 +13,8 @@
  * the reduction, measured on rank 0.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <mpi.h>
+#include "app.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +22,6 @@
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-/* Parses a positive count such as 2000000000 or 2e9; exits with a message otherwise. */
-static long long parse_count(const char *s, const char *what, int rank)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < 1 || v > 9e18 || v != floor(v)) {
-        if (rank == 0) fprintf(stderr, "pi: %s must be a positive integer, not '%s'\n", what, s);
-        MPI_Finalize();
-        exit(2);
-    }
-    return (long long)v;
-}
 
 /* The share of rank `rank` of `ranks`: points rank, rank+ranks, rank+2*ranks, ... < n. */
 static double partial_sum(long long n, int rank, int ranks)
@@ -53,17 +38,9 @@ static double partial_sum(long long n, int rank, int ranks)
 int main(int argc, char **argv)
 {
     int rank, ranks;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-
-    if (argc > 3 || (argc > 1 && argv[1][0] == '-')) {
-        if (rank == 0) fprintf(stderr, "usage: pi [N intervals] [REPS]\n");
-        MPI_Finalize();
-        return 2;
-    }
-    long long n = argc > 1 ? parse_count(argv[1], "N", rank) : 2000000000LL;
-    int reps = argc > 2 ? (int)parse_count(argv[2], "REPS", rank) : 1;
+    app_start(&argc, &argv, "pi", " intervals", &rank, &ranks);
+    long long n = argc > 1 ? app_count(argv[1], 9000000000000000000LL, "N", rank) : 2000000000LL;
+    int reps = argc > 2 ? (int)app_count(argv[2], 1000, "REPS", rank) : 1;
 
     double best = INFINITY, pi = 0.0;
     for (int r = 0; r < reps; r++) {

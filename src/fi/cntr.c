@@ -135,22 +135,9 @@ int fmfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct 
         FMFI_WARN(FI_LOG_CNTR, "counter events %d not supported\n", (int)attr->events);
         return -FI_ENOSYS;
     }
-    /* fi_cntr_wait waits inside the provider: an object the consumer would
-     * wait on itself cannot be had. */
-    switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_UNSPEC:
-    case FI_WAIT_YIELD: break;
-    case FI_WAIT_SET:
-    case FI_WAIT_FD:
-    case FI_WAIT_MUTEX_COND:
-    case FI_WAIT_POLLFD:
-        FMFI_WARN(FI_LOG_CNTR, "wait object %d not supported\n", (int)attr->wait_obj);
-        return -FI_ENOSYS;
-    default:
-        FMFI_WARN(FI_LOG_CNTR, "unknown wait object %d\n", (int)attr->wait_obj);
-        return -FI_EINVAL;
-    }
+    int rc = fmfi_wait_obj_ok(attr->wait_obj, FI_LOG_CNTR);
+    if (rc)
+        return rc;
     if (attr->flags) {
         FMFI_WARN(FI_LOG_CNTR, "counter flags 0x%llx not supported\n",
                   (unsigned long long)attr->flags);

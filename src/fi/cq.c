@@ -265,22 +265,9 @@ int fmfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_
         FMFI_WARN(FI_LOG_CQ, "unknown CQ format %d\n", (int)attr->format);
         return -FI_EINVAL;
     }
-    /* sread waits inside the provider whatever it is asked: an object the
-     * consumer would wait on itself cannot be had. */
-    switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_UNSPEC:
-    case FI_WAIT_YIELD: break;
-    case FI_WAIT_SET:
-    case FI_WAIT_FD:
-    case FI_WAIT_MUTEX_COND:
-    case FI_WAIT_POLLFD:
-        FMFI_WARN(FI_LOG_CQ, "wait object %d not supported\n", (int)attr->wait_obj);
-        return -FI_ENOSYS;
-    default:
-        FMFI_WARN(FI_LOG_CQ, "unknown wait object %d\n", (int)attr->wait_obj);
-        return -FI_EINVAL;
-    }
+    int rc = fmfi_wait_obj_ok(attr->wait_obj, FI_LOG_CQ);
+    if (rc)
+        return rc;
     /* FI_AFFINITY's signaling_vector is a hint fi_cq(3) lets us ignore: we
      * have no interrupts. */
     if (attr->flags & ~FI_AFFINITY) {

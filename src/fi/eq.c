@@ -166,20 +166,9 @@ int fmfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_
     struct fi_eq_attr defaults = {0};
     if (!attr)
         attr = &defaults;
-    switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_UNSPEC:
-    case FI_WAIT_YIELD: break;
-    case FI_WAIT_SET:
-    case FI_WAIT_FD:
-    case FI_WAIT_MUTEX_COND:
-    case FI_WAIT_POLLFD:
-        FMFI_WARN(FI_LOG_EQ, "wait object %d not supported\n", (int)attr->wait_obj);
-        return -FI_ENOSYS;
-    default:
-        FMFI_WARN(FI_LOG_EQ, "unknown wait object %d\n", (int)attr->wait_obj);
-        return -FI_EINVAL;
-    }
+    int rc = fmfi_wait_obj_ok(attr->wait_obj, FI_LOG_EQ);
+    if (rc)
+        return rc;
     /* FI_WRITE: fi_eq_write always works; FI_AFFINITY: a hint, no interrupts. */
     if (attr->flags & ~(FI_WRITE | FI_AFFINITY)) {
         FMFI_WARN(FI_LOG_EQ, "EQ flags 0x%llx not supported\n",

@@ -425,6 +425,10 @@ size_t fmfi_iov_len(const struct iovec *iov, size_t cnt);
 size_t fmfi_iov_copy(const struct iovec *dst, size_t dstcnt, size_t dst_off,
                      const struct iovec *src, size_t srccnt, size_t src_skip, size_t len);
 int fmfi_fm_err(int fm_code); /* an FM_E* code as a negative FI_E* code */
+/* CQs, counters and EQs wait inside the provider whatever they are asked
+ * (NONE, UNSPEC, YIELD): an object the consumer would wait on itself
+ * cannot be had. 0, -FI_ENOSYS or -FI_EINVAL, logged under subsys. */
+int fmfi_wait_obj_ok(enum fi_wait_obj w, int subsys);
 
 /* Ops tables whose entries all fail with -FI_ENOSYS (stubs.c), for what an
  * object does not do. */

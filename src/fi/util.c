@@ -65,3 +65,22 @@ int fmfi_fm_err(int fm_code)
     default: return -FI_EOTHER;
     }
 }
+
+int fmfi_wait_obj_ok(enum fi_wait_obj w, int subsys)
+{
+    switch (w) {
+    case FI_WAIT_NONE:
+    case FI_WAIT_UNSPEC:
+    case FI_WAIT_YIELD:
+        return 0;
+    case FI_WAIT_SET:
+    case FI_WAIT_FD:
+    case FI_WAIT_MUTEX_COND:
+    case FI_WAIT_POLLFD:
+        FMFI_WARN((enum fi_log_subsys)subsys, "wait object %d not supported\n", (int)w);
+        return -FI_ENOSYS;
+    default:
+        FMFI_WARN((enum fi_log_subsys)subsys, "unknown wait object %d\n", (int)w);
+        return -FI_EINVAL;
+    }
+}
