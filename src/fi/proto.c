@@ -940,6 +940,7 @@ int fmfi_ep_progress(struct fmfi_ep *ep)
     if (!ep->fm)
         return 0;
     int events = run_queue(ep, &ep->ctl_queue);
+    size_t done0 = ep->rx_cq ? ep->rx_cq->tail : 0;
     for (int i = 0; i < RX_BATCH; i++) {
         struct iovec seg[FM_SEGS_MAX];
         int nseg;
@@ -956,7 +957,9 @@ int fmfi_ep_progress(struct fmfi_ep *ep)
             break;
         fmfi_rx_message(ep, src, seg, nseg, (size_t)len);
         fm_recv_done(ep->fm);
-        if (ep->nunexp > UNEXP_SOFT)
+        /* A receive completed: the caller wants it now, not after one more
+         * look at empty rings (over the network, a system call). */
+        if (ep->nunexp > UNEXP_SOFT || (ep->rx_cq && ep->rx_cq->tail != done0))
             break;
     }
     events += run_queue(ep, &ep->ctl_queue);
