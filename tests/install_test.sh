@@ -29,6 +29,18 @@ cc -Wall -Wextra -Werror $san "$src/examples/pingpong.c" $(pkg-config --cflags -
 out=$("$prefix/bin/fmrun" -n 2 "$prefix/pingpong")
 [ "$out" = "$(printf 'pong\npong\npong')" ] || { echo "FAIL: example printed: $out" >&2; exit 1; }
 "$prefix/bin/fm_info" | grep -q "FM_SHM_RING_SIZE" || { echo "FAIL: fm_info" >&2; exit 1; }
+# The libfabric provider, when built: installed where libfabric's loader is
+# pointed (<prefix>/lib/libfabric), found by fm_info and listed by fi_info.
+if [ -e "$build/src/libfastmsg-fi.so" ]; then
+  fidir=$prefix/lib/libfabric
+  [ -e "$fidir/libfastmsg-fi.so" ] || { echo "FAIL: libfastmsg-fi.so not installed" >&2; exit 1; }
+  "$prefix/bin/fm_info" | grep -q "$fidir/libfastmsg-fi.so (installed" ||
+    { echo "FAIL: fm_info does not find the installed provider" >&2; exit 1; }
+  if command -v fi_info >/dev/null; then
+    FI_PROVIDER_PATH=$fidir fi_info -p fastmsg | grep -q "provider: fastmsg" ||
+      { echo "FAIL: fi_info -p fastmsg does not list the installed provider" >&2; exit 1; }
+  fi
+fi
 # Names: the installed program finds the installed agent (libexec/fastmsg).
 [ -x "$prefix/libexec/fastmsg/fmnamed" ] || { echo "FAIL: fmnamed not installed" >&2; exit 1; }
 # shellcheck disable=SC2046

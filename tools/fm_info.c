@@ -63,8 +63,11 @@ static void print_provider(void)
         *strrchr(exe, '/') = '\0';
         snprintf(dir, sizeof(dir), "%s/../src", exe);
         found += provider_in(dir, "(this build)");
+        snprintf(dir, sizeof(dir), "%s/../%s", exe, FM_FI_BESIDE);
+        found += provider_in(dir, "(installed beside fm_info)");
     }
-    found += provider_in(FM_FI_INSTALLED, "(installed)");
+    if (!found)
+        found += provider_in(FM_FI_INSTALLED, "(installed)");
     if (!found)
         printf("  not found (build with libfabric-dev installed, or set FI_PROVIDER_PATH)\n");
     void *fab = dlopen("libfabric.so.1", RTLD_LAZY | RTLD_LOCAL);
