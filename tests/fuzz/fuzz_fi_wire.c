@@ -82,8 +82,9 @@ static void av_fill(struct fmfi_av *av)
 {
     static const fm_addr peers[2] = {SRC_A, SRC_B};
     av->addr = malloc(2 * sizeof(*av->addr));
+    av->local = calloc(2, 1); /* both peers on another node */
     av->rev = calloc(64, sizeof(*av->rev)); /* FM_ADDR_NONE is 0: all free */
-    if (!av->addr || !av->rev)
+    if (!av->addr || !av->local || !av->rev)
         abort();
     av->count = av->cap = 2;
     av->rcap = 64;
