@@ -143,7 +143,8 @@ void fm_config_format(const struct fm_cfg_var *var, const struct fm_config *cfg,
     }
 }
 
-/* The default `defaults` ("NAME=value", NULL-terminated) gives var, or its own. */
+/* var's default: its entry in `defaults` ("NAME=value", NULL-terminated) if
+ * there is one, else the table's. */
 static const char *default_of(const struct fm_cfg_var *var, const char *const *defaults)
 {
     size_t n = strlen(var->name);

@@ -1,8 +1,8 @@
 /* Logging: quiet by default, by level from FM_LOG. */
 #ifndef FM_LOG_H
 #define FM_LOG_H
-#include <stddef.h>
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum fm_log_level {
