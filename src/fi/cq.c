@@ -12,7 +12,6 @@
 
 #include "core/util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,11 +198,7 @@ static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *e
 {
     (void)fid;
     (void)err_data;
-    const char *s = fi_strerror(prov_errno);
-    if (!buf || !len)
-        return s;
-    snprintf(buf, len, "%s", s);
-    return buf;
+    return fmfi_strerror(prov_errno, buf, len);
 }
 
 static int cq_close(struct fid *fid)

@@ -9,7 +9,6 @@
 #include "core/util.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -120,11 +119,7 @@ static const char *eq_strerror(struct fid_eq *fid, int prov_errno, const void *e
 {
     (void)fid;
     (void)err_data;
-    const char *s = fi_strerror(prov_errno);
-    if (!buf || !len)
-        return s;
-    snprintf(buf, len, "%s", s);
-    return buf;
+    return fmfi_strerror(prov_errno, buf, len);
 }
 
 static int eq_close(struct fid *fid)

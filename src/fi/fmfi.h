@@ -429,6 +429,8 @@ int fmfi_fm_err(int fm_code); /* an FM_E* code as a negative FI_E* code */
  * (NONE, UNSPEC, YIELD): an object the consumer would wait on itself
  * cannot be had. 0, -FI_ENOSYS or -FI_EINVAL, logged under subsys. */
 int fmfi_wait_obj_ok(enum fi_wait_obj w, int subsys);
+/* fi_cq_strerror and fi_eq_strerror: our prov_errno is an FI_E* value. */
+const char *fmfi_strerror(int prov_errno, char *buf, size_t len);
 
 /* Ops tables whose entries all fail with -FI_ENOSYS (stubs.c), for what an
  * object does not do. */

@@ -3,6 +3,7 @@
 
 #include "core/util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 size_t fmfi_iov_len(const struct iovec *iov, size_t cnt)
@@ -83,4 +84,13 @@ int fmfi_wait_obj_ok(enum fi_wait_obj w, int subsys)
         FMFI_WARN((enum fi_log_subsys)subsys, "unknown wait object %d\n", (int)w);
         return -FI_EINVAL;
     }
+}
+
+const char *fmfi_strerror(int prov_errno, char *buf, size_t len)
+{
+    const char *s = fi_strerror(prov_errno);
+    if (!buf || !len)
+        return s;
+    snprintf(buf, len, "%s", s);
+    return buf;
 }
