@@ -303,3 +303,21 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
     __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
     fm_net_released(net, f);
 }
+
+/* Everything sent is acknowledged, yet data waits for credit and the peer
+ * has been quiet for a retransmission timeout: its credit may have been
+ * lost. Ask again (backing off like a retransmission). */
+void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto)
+        return;
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        if (f->sent > __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE)) {
+            s->rail[s->ctl_rail].ping_due = 1;
+            s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
+            mark_pending(net, s);
+            break;
+        }
+    }
+}

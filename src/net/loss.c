@@ -1,8 +1,8 @@
 /*
  * Acknowledgements and loss recovery: the round-trip estimate and the
  * retransmission timeout, selective acknowledgements, and RACK's time-based
- * loss detection. (The tail loss probe and the timeout itself run from the
- * engine's timers, session_timers in engine.c.)
+ * loss detection, the tail loss probe and the timeout itself (run from the
+ * session's timers).
  */
 #include "session.h"
 
@@ -126,4 +126,72 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         }
     }
     fm_loss_detect(net, s, now);
+}
+
+/* Two smoothed round trips and twice the peer's longest ACK delay (one
+ * round trip can take that long when the receiver delays its ACK). */
+static uint64_t probe_timeout(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t srtt = s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+    return 2 * srtt + 2 * net->p.ack_delay_ns;
+}
+
+/* The timers of the packets in flight: RACK's reordering window, the tail
+ * loss probe and the retransmission timeout. */
+void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->snd_una == s->snd_nxt)
+        return;
+    struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+    /* Tail loss probe (as TCP's TLP): no acknowledgement for two round
+     * trips, maybe because the last packets of a burst were lost and
+     * nothing after them can reveal it. Sending the last one again
+     * brings an ACK whose selective part lets loss detection find the
+     * holes, long before a timeout. */
+    fm_loss_detect(net, s, now);
+    uint64_t pto = probe_timeout(net, s);
+    if (now - s->t_last_rx >= pto && now - e->t_sent >= pto && now - e->t_sent < s->rto &&
+        !s->probed) {
+        /* A hole resent once and still open: its copy was lost too,
+         * and nothing sent later can tell. Otherwise probe the tail. */
+        uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
+        struct txent *t = &s->tx[q % FM_NET_TXWIN];
+        if (t->op && !t->sacked && !t->due) {
+            fm_rail_settle(s, t);
+            t->due = 1;
+            net->nc[FM_NC_RETX_PROBE]++;
+            mark_pending(net, s);
+        }
+        s->probed = 1;
+    }
+    if (now - e->t_sent >= s->rto) {
+        /* Timeout: resend the oldest packet, as TCP does. Resending the
+         * whole window would, on a link slower than the sender (a
+         * shaped rail), add copies of packets that are only queued,
+         * lengthen the queue and collapse the stream. If more was lost,
+         * each acknowledgement of a resent packet finds the next one
+         * older than the timeout, so they go one per round trip, and
+         * loss detection takes over as soon as later packets arrive. */
+        for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+            struct txent *t = &s->tx[q % FM_NET_TXWIN];
+            if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
+                fm_rail_settle(s, t);
+                t->due = 1;
+                net->nc[FM_NC_RETX_TIMEOUT]++;
+                break;
+            }
+        }
+        s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
+        mark_pending(net, s);
+    }
+}
+
+uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    const struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+    uint64_t d = e->t_sent + FM_MIN(s->rto, probe_timeout(net, s));
+    uint64_t rtt = s->rail[e->rail].srtt ? s->rail[e->rail].srtt : s->srtt;
+    if (e->t_sent <= s->rail[e->rail].rack_t) /* loss detection waits a round trip */
+        d = FM_MIN(d, e->t_sent + rtt + FM_MAX(rtt / 4, (uint64_t)20000));
+    return d;
 }

@@ -190,6 +190,8 @@ void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now)
         }
     }
     s->rails_watched = (uint8_t)busy;
+    if (s->t_status_asked && now - s->t_status_asked >= s->rto)
+        mark_pending(net, s); /* rail_query: the status query or its answer was lost */
 }
 
 uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s)
@@ -197,10 +199,12 @@ uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s)
     uint64_t d = UINT64_MAX, hb = net->p.rail_heartbeat_ns;
     if (net->p.nrails == 1)
         return d;
+    if (s->t_status_asked)
+        d = s->t_status_asked + s->rto;
     if (!s->rails_watched) /* watching starts at the first timer after traffic */
         return d;
     if (s->snd_una == s->snd_nxt)
-        d = s->t_busy + hb; /* when it falls idle */
+        d = FM_MIN(d, s->t_busy + hb); /* when it falls idle */
     for (int r = 0; r < net->p.nrails; r++) {
         const struct sess_rail *sr = &s->rail[r];
         if (!sr->addr.sin_family)

@@ -2,13 +2,15 @@
  * The session engine's own types, shared by its files (internal: the core
  * and the links see engine.h only). What each file holds:
  *
- *   engine.c      setup, sessions and the handshake, the input dispatcher,
- *                 output and timers
+ *   engine.c      the engine object: setup, counters, the next deadline
+ *   session.c     sessions: contact, the handshake, timers, the end
+ *   input.c       receiving: checks, acknowledgements, in-order delivery
+ *   output.c      sending: each session's packets in order, and the timers
  *   flow.c        flows: mirror and landing rings, their life, credits
  *   rail_sched.c  rail scheduling: which rail a packet takes, rate samples,
  *                 failover and recovery, probing (seed 000)
  *   loss.c        acknowledgements and loss recovery: RTT and timeout,
- *                 SACK, RACK
+ *                 SACK, RACK, the tail loss probe
  */
 #ifndef FM_NET_SESSION_H
 #define FM_NET_SESSION_H
@@ -217,6 +219,10 @@ uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s);
 /* loss.c */
 /* Marks the packets RACK deems lost as due again. */
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* The timers of packets in flight: RACK, the tail loss probe, the timeout. */
+void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* When fm_loss_timers is next due while packets are in flight. */
+uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s);
 /* A cumulative acknowledgement `ack` (and selective ones in a) arrived. */
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
                     const struct fm_wire_ack *a, int status_answer, uint64_t now);
@@ -235,9 +241,33 @@ struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
  * records they complete published. */
 enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
                              const unsigned char *b, size_t len);
+/* Asks the peer again for credit it may have sent and lost. */
+void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 
-/* engine.c */
+/* session.c */
 /* The session with peer `rank`, made on first contact; NULL if it cannot be. */
 struct fm_session *fm_session_get(struct fm_net *net, int rank);
+/* The named session whose peer has that epoch, or NULL. */
+struct fm_session *fm_session_named(const struct fm_net *net, uint32_t epoch);
+/* The session ends: the peer left (FM_NET_PEER_LEFT) or was lost. */
+void fm_session_gone(struct fm_net *net, struct fm_session *s, int state);
+/* A HELLO or HELLO_ACK (its MAC checked) from `from` on local rail `rail`. */
+enum fm_drop fm_session_on_hello(struct fm_net *net, struct fm_session *s, int rail,
+                                 const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,
+                                 const struct sockaddr_in *from);
+/* The handshake's packets due now, into pkts; returns how many. */
+int fm_session_handshake(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                         int max, uint64_t now);
+/* Liveness, heartbeats, and the timers of the rails, loss and credit. */
+void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* When the session next needs its timers, or UINT64_MAX. */
+uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *s);
+
+/* output.c */
+/* Starts a packet of kind op to the session's peer, on its control rail,
+ * with our acknowledgement riding on it. */
+void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, uint8_t op);
+/* Sends p on local rail r instead. */
+void fm_pkt_rail(const struct fm_session *s, struct fm_pkt_out *p, int r);
 
 #endif

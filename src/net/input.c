@@ -1,0 +1,258 @@
+/*
+ * Receiving: a datagram checked (fm_wire_check), matched to its session and
+ * its incarnation, then acknowledgements and credits taken, and sequenced
+ * packets delivered in order (those ahead of a gap held until it fills).
+ */
+#include "session.h"
+
+#include "core/log.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const struct fm_wire_hdr *h,
+                            const unsigned char *pl)
+{
+    switch (h->op) {
+    case FM_OP_FLOW: {
+        struct fm_wire_flow w;
+        memcpy(&w, pl, sizeof(w));
+        return fm_flow_rx_new(net, s, &w) ? FM_DROP_NONE : FM_DROP_FLOW;
+    }
+    case FM_OP_DATA: {
+        struct fm_wire_data d;
+        memcpy(&d, pl, sizeof(d));
+        if (d.flow >= s->rxf_cap || !s->rxf[d.flow])
+            return FM_DROP_FLOW;
+        return fm_flow_rx_data(net, s->rxf[d.flow], d.pos, pl + sizeof(d), h->len - sizeof(d));
+    }
+    case FM_OP_FLOW_END: {
+        struct fm_wire_flow_end e;
+        memcpy(&e, pl, sizeof(e));
+        if (e.flow >= s->rxf_cap || !s->rxf[e.flow])
+            return FM_DROP_FLOW;
+        struct fm_rxflow *f = s->rxf[e.flow];
+        s->rxf[e.flow] = NULL; /* the core owns it from here */
+        __atomic_store_n(&f->ended, 1, __ATOMIC_RELEASE); /* read by the endpoint */
+        net->p.up.flow_end(net->p.up.core, f);
+        return FM_DROP_NONE;
+    }
+    case FM_OP_FLOW_STOP: {
+        struct fm_wire_flow_end e;
+        memcpy(&e, pl, sizeof(e));
+        if (e.flow < s->txf_cap && s->txf[e.flow] && !s->txf[e.flow]->done)
+            fm_net_flow_end(net, s->txf[e.flow]);
+        return FM_DROP_NONE;
+    }
+    default: /* FM_OP_BYE: everything before it is delivered */
+        s->bye_received = 1;
+        s->ack_now = 1; /* the leaving process waits for this acknowledgement */
+        fm_session_gone(net, s, FM_NET_PEER_LEFT);
+        return FM_DROP_NONE;
+    }
+}
+
+/* A sequenced packet: deliver it in order, or hold it until its turn. */
+static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void *pkt, size_t len)
+{
+    struct fm_wire_hdr h;
+    memcpy(&h, pkt, sizeof(h));
+    uint32_t off = h.seq - s->rcv_nxt;
+    if (fm_seq_lt(h.seq, s->rcv_nxt)) {
+        s->ack_now = 1; /* the peer missed our acknowledgement */
+        return FM_DROP_DUPLICATE;
+    }
+    if (off > FM_WIRE_SACK_BITS)
+        return FM_DROP_WINDOW;
+    if (off > 0) {
+        struct held *hd = &s->held[h.seq % FM_WIRE_SACK_BITS];
+        s->ack_now = 1; /* tell the sender about the gap at once */
+        if (hd->pkt)
+            return FM_DROP_DUPLICATE;
+        hd->pkt = malloc(len);
+        if (!hd->pkt)
+            return FM_DROP_WINDOW;
+        memcpy(hd->pkt, pkt, len);
+        hd->len = len;
+        s->nheld++;
+        return FM_DROP_NONE;
+    }
+    enum fm_drop why = deliver(net, s, &h, (const unsigned char *)pkt + sizeof(h));
+    s->rcv_nxt++;
+    s->unacked++;
+    /* Then whatever was waiting behind it. */
+    struct held *hd;
+    while (s->state != S_GONE && (hd = &s->held[s->rcv_nxt % FM_WIRE_SACK_BITS])->pkt) {
+        struct fm_wire_hdr h2;
+        memcpy(&h2, hd->pkt, sizeof(h2));
+        enum fm_drop w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2));
+        if (w2 != FM_DROP_NONE)
+            net->drops[w2]++;
+        free(hd->pkt);
+        hd->pkt = NULL;
+        s->nheld--;
+        s->rcv_nxt++;
+        s->unacked++;
+    }
+    if (s->unacked >= ACK_EVERY)
+        s->ack_now = 1;
+    if (!s->t_ack_due)
+        s->t_ack_due = 1; /* armed at the next output, with its clock */
+    return why;
+}
+
+static size_t payload_size(uint8_t op)
+{
+    switch (op) {
+    case FM_OP_HELLO:
+    case FM_OP_HELLO_ACK: return sizeof(struct fm_wire_hello);
+    case FM_OP_FLOW: return sizeof(struct fm_wire_flow);
+    case FM_OP_DATA: return sizeof(struct fm_wire_data);
+    case FM_OP_ACK: return sizeof(struct fm_wire_ack);
+    case FM_OP_FLOW_END:
+    case FM_OP_FLOW_STOP: return sizeof(struct fm_wire_flow_end);
+    default: return 0;
+    }
+}
+
+enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
+                          const struct sockaddr_in *from, uint64_t now)
+{
+    if (rail < 0 || rail >= net->p.nrails)
+        rail = 0;
+    enum fm_drop why = fm_wire_check(pkt, len, net->job, net->domain, (uint32_t)net->p.rank,
+                                     (uint32_t)net->p.size);
+    struct fm_wire_hdr h;
+    const unsigned char *pl = (const unsigned char *)pkt + sizeof(h);
+    struct fm_session *s = NULL;
+    if (why)
+        goto drop;
+    memcpy(&h, pkt, sizeof(h));
+    if (h.len < payload_size(h.op) || (h.op == FM_OP_HELLO && h.dst_epoch != 0)) {
+        why = FM_DROP_OPCODE;
+        goto drop;
+    }
+    net->nc[FM_NC_RX_PACKETS]++;
+    net->nc[FM_NC_RX_BYTES] += len;
+    if (h.op == FM_OP_HELLO || h.op == FM_OP_HELLO_ACK) {
+        struct fm_wire_hello hello;
+        memcpy(&hello, pl, sizeof(hello));
+        /* The MAC first: nothing is made for a request without the key. */
+        int named = h.src_rank == FM_WIRE_NAMED;
+        size_t extra = h.len - sizeof(hello);
+        if (fm_wire_hello_mac(named ? net->domain_key : net->p.key, &h, &hello,
+                              pl + sizeof(hello), extra) != hello.mac) {
+            why = FM_DROP_AUTH;
+            goto drop;
+        }
+        s = named ? fm_session_named(net, h.src_epoch) : NULL;
+        if (named && !s && h.op == FM_OP_HELLO && net->p.up.peer_named) {
+            int peer = net->p.up.peer_named(net->p.up.core, pl + sizeof(hello), extra,
+                                            h.src_epoch);
+            s = peer >= net->p.size ? fm_session_get(net, peer) : NULL;
+        } else if (!named) {
+            s = h.op == FM_OP_HELLO ? fm_session_get(net, (int)h.src_rank) : net->sess[h.src_rank];
+        }
+        if (!s) {
+            why = named ? FM_DROP_STALE : FM_DROP_NOSESSION;
+            goto drop;
+        }
+        why = fm_session_on_hello(net, s, rail, &h, &hello, from);
+        if (why)
+            goto drop;
+        s->t_last_rx = now;
+        fm_rail_heard(net, s, rail, h.rail, from, now);
+        return FM_DROP_NONE;
+    }
+    s = h.src_rank == FM_WIRE_NAMED ? fm_session_named(net, h.src_epoch) : net->sess[h.src_rank];
+    if (!s) {
+        why = FM_DROP_NOSESSION;
+        goto drop;
+    }
+    if (s->state == S_GONE && s->bye_received && h.src_epoch == s->peer_epoch &&
+        h.seq && fm_seq_lt(h.seq, s->rcv_nxt)) {
+        /* A retransmission of what came before the peer's goodbye: our
+         * acknowledgement was lost, send it again. */
+        s->ack_now = 1;
+        mark_pending(net, s);
+        why = FM_DROP_DUPLICATE;
+        goto drop;
+    }
+    if (s->state != S_UP) {
+        why = s->state == S_GONE ? FM_DROP_STALE : FM_DROP_NOSESSION;
+        goto drop;
+    }
+    /* dst_epoch 0: sent right after the HELLO, before its answer came. */
+    if (h.src_epoch != s->peer_epoch || (h.dst_epoch != net->p.epoch && h.dst_epoch != 0)) {
+        why = FM_DROP_STALE;
+        goto drop;
+    }
+    s->t_last_rx = now;
+    s->probed = 0;
+    fm_rail_heard(net, s, rail, h.rail, from, now);
+    if (h.flags & FM_HDR_ACK_VALID)
+        fm_loss_on_ack(net, s, h.ack, NULL, 0, now);
+    switch (h.op) {
+    case FM_OP_ACK: {
+        struct fm_wire_ack a;
+        memcpy(&a, pl, sizeof(a));
+        if (h.len != sizeof(a) + a.ncredit * sizeof(struct fm_wire_credit) ||
+            !(h.flags & FM_HDR_ACK_VALID)) {
+            why = FM_DROP_OPCODE;
+            goto drop;
+        }
+        fm_loss_on_ack(net, s, h.ack, &a, (h.flags & FM_HDR_STATUS) != 0, now);
+        struct fm_wire_credit c[FM_NET_MAX_CREDITS];
+        int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
+        memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);
+        fm_flow_credits(s, c, n);
+        return FM_DROP_NONE;
+    }
+    case FM_OP_PING:
+        /* Credits are sent once; an ACK that carried one may have been
+         * lost, and a sender without credit sends nothing that would
+         * bring it back. A PING asks for all of them again, on the rail it
+         * came on (which it probes). */
+        s->rail[rail].reply_due = 1;
+        s->credit_all = 1;
+        if (h.flags & FM_HDR_STATUS)
+            s->status_due = 1;
+        mark_pending(net, s);
+        return FM_DROP_NONE;
+    case FM_OP_DATA:
+    case FM_OP_FLOW:
+    case FM_OP_FLOW_END:
+    case FM_OP_FLOW_STOP:
+    case FM_OP_BYE:
+        if ((h.op == FM_OP_FLOW && h.len != sizeof(struct fm_wire_flow)) ||
+            ((h.op == FM_OP_FLOW_END || h.op == FM_OP_FLOW_STOP) &&
+             h.len != sizeof(struct fm_wire_flow_end)) ||
+            (h.op == FM_OP_BYE && h.len != 0)) {
+            why = FM_DROP_OPCODE;
+            goto drop;
+        }
+        why = on_sequenced(net, s, pkt, len);
+        s->t_busy = now;
+        mark_pending(net, s);
+        if (why)
+            goto drop;
+        return FM_DROP_NONE;
+    default:
+        why = FM_DROP_OPCODE;
+        goto drop;
+    }
+drop:
+    net->drops[why]++;
+    fm_debug("net", "dropped a %zu-byte packet: %s", len, fm_drop_names[why]);
+    if ((why == FM_DROP_FOREIGN || why == FM_DROP_AUTH) && len >= sizeof(h)) {
+        memcpy(&h, pkt, sizeof(h));
+        if (h.op == FM_OP_HELLO && h.src_rank == FM_WIRE_NAMED)
+            fm_log_limited(FM_LOG_ERROR, "net", 1,
+                           "a process at %s:%u asked for a session under another domain key "
+                           "(or before this one called fm_ep_name or fm_addr_insert), and is "
+                           "refused: give both the same FM_KEY, or the same key file",
+                           from ? inet_ntoa(from->sin_addr) : "?",
+                           from ? ntohs(from->sin_port) : 0);
+    }
+    return why;
+}

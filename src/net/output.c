@@ -1,0 +1,444 @@
+/*
+ * Sending: which packets each session has to send, in their order of
+ * importance (handshake, retransmissions, new data, flow control, goodbye,
+ * probes, acknowledgements), built over the mirror rings without copying;
+ * the timers that run first; and the sealing of a packet for the wire.
+ */
+#include "session.h"
+
+#include <string.h>
+
+void fm_pkt_rail(const struct fm_session *s, struct fm_pkt_out *p, int r)
+{
+    p->rail = (uint8_t)r;
+    p->hdr.rail = (uint8_t)r;
+    p->to = s->rail[r].addr;
+}
+
+void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, uint8_t op)
+{
+    memset(&p->hdr, 0, sizeof(p->hdr));
+    p->hdr.version = FM_WIRE_VERSION;
+    p->hdr.op = op;
+    p->hdr.job = s->named ? net->domain : net->job;
+    p->hdr.src_rank = s->named ? FM_WIRE_NAMED : (uint32_t)net->p.rank;
+    p->hdr.dst_rank = s->named ? FM_WIRE_NAMED : (uint32_t)s->rank;
+    p->hdr.src_epoch = net->p.epoch;
+    p->hdr.dst_epoch = s->peer_epoch;
+    if (s->rcv_known) {
+        p->hdr.flags |= FM_HDR_ACK_VALID;
+        p->hdr.ack = s->rcv_nxt;
+        /* Riding on this packet, the acknowledgement needs no packet of its
+         * own unless the peer must learn of a gap. */
+        s->unacked = 0;
+        if (!s->nheld)
+            s->ack_now = 0;
+    }
+    p->sub_len = 0;
+    p->raw = 0;
+    p->nbytes[0] = p->nbytes[1] = 0;
+    p->rank = s->rank;
+    fm_pkt_rail(s, p, s->ctl_rail);
+}
+
+static void count_tx(struct fm_net *net, struct fm_pkt_out *p)
+{
+    net->nc[FM_NC_TX_PACKETS]++;
+    net->nc[FM_NC_TX_BYTES] += sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
+}
+
+/* Fills p with the sequenced packet of table entry q. */
+static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q,
+                            struct fm_pkt_out *p)
+{
+    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    fm_pkt_init(net, s, p, e->op);
+    p->hdr.seq = q;
+    if (e->op == FM_OP_FLOW) {
+        struct fm_txflow *f = s->txf[e->flow];
+        p->sub.flow = (struct fm_wire_flow){.flow = f->id, .src_channel = f->src_channel,
+                                            .dst_channel = f->dst_channel,
+                                            .ring_size = (uint32_t)f->ring.size};
+        p->sub_len = sizeof(p->sub.flow);
+    } else if (e->op == FM_OP_FLOW_END || e->op == FM_OP_FLOW_STOP) {
+        p->sub.end = (struct fm_wire_flow_end){.flow = e->flow};
+        p->sub_len = sizeof(p->sub.end);
+    } else if (e->op == FM_OP_DATA) {
+        struct fm_txflow *f = s->txf[e->flow];
+        p->sub.data = (struct fm_wire_data){.flow = f->id, .pos = e->pos};
+        p->sub_len = sizeof(p->sub.data);
+        uint64_t off = e->pos & (f->ring.size - 1);
+        uint64_t first = FM_MIN((uint64_t)e->len, f->ring.size - off);
+        p->bytes[0] = f->ring.data + off;
+        p->nbytes[0] = (uint16_t)first;
+        p->bytes[1] = f->ring.data;
+        p->nbytes[1] = (uint16_t)(e->len - first);
+    }
+}
+
+/* Builds the packet of entry q and sends it on the rail the policy picks. */
+static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm_pkt_out *p,
+                 uint64_t now)
+{
+    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    build_sequenced(net, s, q, p);
+    s->t_busy = now;
+    int r = fm_rail_pick(net, s);
+    fm_pkt_rail(s, p, r);
+    e->rail = (uint8_t)r;
+    if (e->op == FM_OP_DATA) {
+        e->counted = 1;
+        s->rail[r].inflight += e->len;
+        net->rail_tx[r] += e->len;
+    }
+}
+
+/* Takes a new sequence number for a packet of kind op. */
+static uint32_t sequence(struct fm_session *s, uint8_t op, uint32_t flow, uint64_t pos,
+                         uint32_t len, uint64_t now)
+{
+    uint32_t q = s->snd_nxt++;
+    s->tx[q % FM_NET_TXWIN] = (struct txent){
+        .t_sent = now, .pos = pos, .flow = flow, .len = len, .op = op};
+    return q;
+}
+
+static int window_open(const struct fm_session *s)
+{
+    return s->snd_nxt - s->snd_una < FM_NET_TXWIN;
+}
+
+/* Finds how far a mirror holds complete records. */
+static void scan_complete(struct fm_txflow *f, uint64_t limit)
+{
+    while (f->complete - f->sent < limit) {
+        uint64_t h = fm_ring_peek(&f->ring, f->complete);
+        if (!h)
+            break;
+        f->complete += FM_REC_SIZE(FM_REC_LEN(h));
+    }
+}
+
+static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p)
+{
+    fm_pkt_init(net, s, p, FM_OP_ACK);
+    struct fm_wire_ack *a = &p->sub.ack.ack;
+    memset(a, 0, sizeof(*a));
+    for (uint32_t i = 0; s->nheld && i < FM_WIRE_SACK_BITS; i++)
+        if (s->held[(s->rcv_nxt + 1 + i) % FM_WIRE_SACK_BITS].pkt)
+            a->sack[i / 64] |= 1ull << (i % 64);
+    int n = 0;
+    if (s->credit_due || s->credit_all) {
+        int all = s->credit_all;
+        s->credit_due = s->credit_all = 0;
+        for (uint32_t i = 0; i < s->rxf_cap; i++) {
+            struct fm_rxflow *f = s->rxf[i];
+            if (!f)
+                continue;
+            uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+            if (head == f->credited && !all)
+                continue;
+            if (n == FM_NET_MAX_CREDITS) {
+                s->credit_due = 1; /* the rest in the next ACK */
+                s->credit_all = (uint8_t)all;
+                break;
+            }
+            p->sub.ack.credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
+            f->credited = head;
+        }
+    }
+    a->ncredit = (uint16_t)n;
+    a->rails_busy = net->rails_busy;
+    p->sub_len = (uint16_t)(sizeof(*a) + (size_t)n * sizeof(struct fm_wire_credit));
+    s->ack_now = 0;
+    s->unacked = 0;
+    s->t_ack_due = 0;
+    net->nc[FM_NC_ACKS]++;
+}
+
+/* Whether a flow has something not sent yet. */
+static int has_new_data(struct fm_session *s)
+{
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        scan_complete(f, f->ring.size);
+        if (!f->announced || f->complete > f->sent || (f->ending && !f->end_sent))
+            return 1;
+    }
+    return 0;
+}
+
+/* Retransmissions first: they hold the receiver's window. */
+static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+                      uint64_t now)
+{
+    int n = 0;
+    for (uint32_t q = s->snd_una; q != s->snd_nxt && n < max; q++) {
+        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        if (!e->due || !e->op)
+            continue;
+        emit(net, s, q, &pkts[n++], now);
+        e->due = 0;
+        e->retx++;
+        e->t_sent = now;
+    }
+    return n;
+}
+
+/* rail_query: a burst from idle first asks for the peer's rail status and
+ * waits for the answer, as seed 000 queried before each message. Sets
+ * *hold while new data must wait. */
+static int status_query(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                        int max, uint64_t now, int *hold)
+{
+    *hold = net->p.rail_query && net->p.nrails > 1 && !s->status_fresh &&
+            s->snd_una == s->snd_nxt && has_new_data(s);
+    if (!*hold || max < 1 || (s->t_status_asked && now - s->t_status_asked < s->rto))
+        return 0;
+    fm_pkt_init(net, s, &pkts[0], FM_OP_PING);
+    pkts[0].hdr.flags |= FM_HDR_STATUS;
+    net->nc[FM_NC_PINGS]++;
+    s->t_status_asked = now;
+    return 1;
+}
+
+/* New flows and new data, round-robin over the flows, and the ends of
+ * flows whose data has all gone. */
+static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+                    int flush, uint64_t now)
+{
+    int n = 0;
+    uint32_t nlive = s->nlive;
+    for (uint32_t k = 0; k < nlive && n < max && window_open(s); k++) {
+        struct fm_txflow *f = s->live[(s->next_live + k) % nlive];
+        if (f->end_sent)
+            continue;
+        if (!f->announced) {
+            uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
+            emit(net, s, q, &pkts[n++], now);
+            f->announced = 1;
+        }
+        scan_complete(f, f->ring.size);
+        while (n < max && window_open(s) && f->complete > f->sent) {
+            uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
+            /* Gather small messages written in a burst while earlier ones are
+             * in flight; the burst's end goes at the next flush. */
+            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt && !f->ending &&
+                __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
+                list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
+                         &s->gathering);
+                break;
+            }
+            uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
+            emit(net, s, q, &pkts[n++], now);
+            f->sent += len;
+        }
+        if (f->ending && f->complete == f->sent && n < max && window_open(s)) {
+            f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
+            emit(net, s, f->end_seq, &pkts[n++], now);
+            f->end_sent = 1;
+        }
+    }
+    return n;
+}
+
+/* Receiving flows whose endpoint closed ask their sender to stop. */
+static int flow_stops(struct fm_session *s, struct fm_pkt_out *pkts, int max, uint64_t now)
+{
+    int n = 0;
+    for (uint32_t i = 0; s->nstops && i < s->rxf_cap && n < max && window_open(s); i++) {
+        struct fm_rxflow *f = s->rxf[i];
+        if (f && f->orphan && !f->ended && f->stop_due) {
+            uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
+            emit(s->net, s, q, &pkts[n++], now);
+            f->stop_due = 0;
+            s->nstops--;
+        }
+    }
+    return n;
+}
+
+/* Our goodbye, once every flow's data has gone before it. */
+static int bye(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+               uint64_t now)
+{
+    if (!s->bye_due || s->bye_sent || max < 1 || !window_open(s))
+        return 0;
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        scan_complete(s->live[i], s->live[i]->ring.size);
+        if (s->live[i]->complete != s->live[i]->sent)
+            return 0;
+    }
+    uint32_t q = sequence(s, FM_OP_BYE, 0, 0, 0, now);
+    emit(net, s, q, &pkts[0], now);
+    s->bye_sent = 1;
+    return 1;
+}
+
+/* PINGs (rail probes, and requests for credit the peer may owe us) and the
+ * ACKs that answer the peer's go on their rail. */
+static int rail_probes(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+                       uint64_t now)
+{
+    int n = 0;
+    for (int r = 0; r < net->p.nrails && n < max; r++) {
+        struct sess_rail *sr = &s->rail[r];
+        if (sr->ping_due) {
+            fm_pkt_init(net, s, &pkts[n], FM_OP_PING);
+            fm_pkt_rail(s, &pkts[n++], r);
+            net->nc[FM_NC_PINGS]++;
+            sr->ping_due = 0;
+            sr->t_ping = now;
+        }
+        if (sr->reply_due && n < max) {
+            build_ack(net, s, &pkts[n]);
+            if (s->status_due) /* the answer to a rail status query */
+                pkts[n].hdr.flags |= FM_HDR_STATUS;
+            s->status_due = 0;
+            fm_pkt_rail(s, &pkts[n++], r);
+            sr->reply_due = 0;
+        }
+    }
+    return n;
+}
+
+/* Fills packets for one session; returns how many. */
+static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                          int max, int flush, uint64_t now)
+{
+    int n = 0;
+    if (s->state == S_GONE) {
+        /* Only the last acknowledgement for a peer that said goodbye. */
+        if (s->bye_received && s->ack_now && max > 0) {
+            build_ack(net, s, &pkts[n++]);
+            s->t_last_tx = now;
+        }
+        return n;
+    }
+    n += fm_session_handshake(net, s, pkts, max, now);
+    /* Data follows the HELLO without waiting for its answer (it carries
+     * dst_epoch 0 until then): a message sent just before the program
+     * blocks elsewhere still leaves, and a first exchange costs no extra
+     * round trip. */
+    if (s->state != S_UP && s->state != S_HELLO_SENT)
+        return n;
+    n += retransmit(net, s, pkts + n, max - n, now);
+    int hold;
+    n += status_query(net, s, pkts + n, max - n, now, &hold);
+    if (!hold)
+        n += new_data(net, s, pkts + n, max - n, flush, now);
+    n += flow_stops(s, pkts + n, max - n, now);
+    if (s->nlive)
+        s->next_live = (s->next_live + 1) % s->nlive;
+    n += bye(net, s, pkts + n, max - n, now);
+    /* An acknowledgement of its own: for gaps, credits, or after enough. */
+    if (s->t_ack_due == 1)
+        s->t_ack_due = now + net->p.ack_delay_ns;
+    n += rail_probes(net, s, pkts + n, max - n, now);
+    /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
+    if (n < max && (s->ack_now || s->credit_due || (s->unacked && now >= s->t_ack_due)))
+        build_ack(net, s, &pkts[n++]);
+    if (n)
+        s->t_last_tx = now;
+    return n;
+}
+
+int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
+{
+    /* Back after a long time without progress (the program computed, or
+     * waited on something else): our peers' heartbeats are only now being
+     * read, and they may have been away as well. Silence while we were not
+     * listening proves nothing, so every peer gets a full timeout again. */
+    if (net->t_last_output && now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
+        for (int i = 0; i < net->nall; i++) {
+            struct fm_session *s = net->all[i];
+            if (s->t_last_rx)
+                s->t_last_rx = now;
+            for (int r = 0; r < net->p.nrails; r++)
+                if (s->rail[r].t_rx)
+                    s->rail[r].t_rx = now;
+        }
+        net->next_timer = now;
+    }
+    net->t_last_output = now;
+    if (now >= net->next_timer) {
+        uint64_t next = UINT64_MAX;
+        for (int i = 0; i < net->nall; i++) {
+            fm_session_timers(net, net->all[i], now);
+            next = FM_MIN(next, fm_session_deadline(net, net->all[i]));
+        }
+        net->next_timer = next;
+    }
+    if (flush) {
+        for (int i = 0; i < net->ngathering; i++) {
+            net->gathering[i]->gathering = 0;
+            mark_pending(net, net->gathering[i]);
+        }
+        net->ngathering = 0;
+    }
+    int n = 0, i = 0;
+    for (; i < net->npending && n < max; i++) {
+        struct fm_session *s = net->pending[i];
+        int k = session_output(net, s, pkts + n, max - n, flush, now);
+        /* Heartbeat: an idle established session still says it lives. */
+        if (k == 0 && s->state == S_UP && n < max &&
+            now - s->t_last_tx >= net->p.timeout_ns / PINGS_PER_TIMEOUT) {
+            fm_pkt_init(net, s, &pkts[n], FM_OP_PING);
+            net->nc[FM_NC_PINGS]++;
+            s->t_last_tx = now;
+            k = 1;
+        }
+        for (int j = 0; j < k; j++)
+            count_tx(net, &pkts[n + j]);
+        n += k;
+        net->next_timer = FM_MIN(net->next_timer, fm_session_deadline(net, s));
+        if (n < max)
+            s->pending = 0; /* done with it; it returns when there is more */
+        else
+            break;
+    }
+    /* Sessions not reached stay pending for the next call. */
+    int keep = 0;
+    for (int j = 0; j < net->npending; j++)
+        if (net->pending[j]->pending)
+            net->pending[keep++] = net->pending[j];
+    net->npending = keep;
+    return n;
+}
+
+void fm_net_kick(struct fm_net *net, struct fm_txflow *f) { mark_pending(net, f->s); }
+
+uint64_t fm_net_unacked(const struct fm_net *net)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        if (s->state != S_UP && s->state != S_HELLO_SENT)
+            continue;
+        n += s->snd_nxt - s->snd_una;
+        for (uint32_t k = 0; k < s->nlive; k++) {
+            struct fm_txflow *f = s->live[k];
+            scan_complete(f, f->ring.size);
+            n += f->complete - f->sent;
+        }
+        n += s->bye_due && !s->bye_sent;
+    }
+    return n;
+}
+
+int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
+{
+    if (p->raw) {
+        iov[0] = (struct iovec){(void *)p->bytes[0], p->nbytes[0]};
+        return 1;
+    }
+    int n = 0;
+    iov[n++] = (struct iovec){&p->hdr, sizeof(p->hdr)};
+    if (p->sub_len)
+        iov[n++] = (struct iovec){&p->sub, p->sub_len};
+    for (int i = 0; i < 2; i++)
+        if (p->nbytes[i])
+            iov[n++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
+    fm_wire_seal(&p->hdr, iov + 1, n - 1);
+    return n;
+}

@@ -1,0 +1,284 @@
+/*
+ * Sessions: made on first contact (ranks by index, named peers also by the
+ * epoch their name gives), the handshake that fixes each side's epoch and
+ * first sequence number, their timers (liveness, heartbeats, and those of
+ * the rails, of loss recovery and of credit), their end.
+ */
+#include "session.h"
+
+#include "core/log.h"
+
+#include <string.h>
+
+/* Named sessions by the peer's epoch (open addressing). */
+static size_t epoch_slot(const struct fm_net *net, uint32_t epoch)
+{
+    size_t i = (size_t)(epoch * 0x9E3779B1u) & (net->by_epoch_cap - 1);
+    while (net->by_epoch[i] && net->sess[net->by_epoch[i] - 1]->peer_epoch_named != epoch)
+        i = (i + 1) & (net->by_epoch_cap - 1);
+    return i;
+}
+
+struct fm_session *fm_session_named(const struct fm_net *net, uint32_t epoch)
+{
+    if (!net->by_epoch_cap)
+        return NULL;
+    int p = net->by_epoch[epoch_slot(net, epoch)];
+    return p ? net->sess[p - 1] : NULL;
+}
+
+static int named_register(struct fm_net *net, struct fm_session *s, uint32_t epoch)
+{
+    /* Named packets are found by the sender's epoch alone: two processes
+     * that drew the same 32-bit epoch (about 1 in 4 billion pairs) cannot
+     * both have a session here. */
+    if (fm_session_named(net, epoch)) {
+        fm_error("net", "two peers have the epoch %08x: the later one is refused", epoch);
+        return FM_EINVAL;
+    }
+    if ((net->nby_epoch + 1) * 2 > net->by_epoch_cap) {
+        size_t cap = net->by_epoch_cap ? net->by_epoch_cap * 2 : 64;
+        int *old = net->by_epoch;
+        size_t old_cap = net->by_epoch_cap;
+        net->by_epoch = calloc(cap, sizeof(*net->by_epoch));
+        if (!net->by_epoch) {
+            net->by_epoch = old;
+            return FM_ENOMEM;
+        }
+        net->by_epoch_cap = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i])
+                net->by_epoch[epoch_slot(net, net->sess[old[i] - 1]->peer_epoch_named)] =
+                    old[i];
+        free(old);
+    }
+    s->peer_epoch_named = epoch;
+    net->by_epoch[epoch_slot(net, epoch)] = s->rank + 1;
+    net->nby_epoch++;
+    return 0;
+}
+
+struct fm_session *fm_session_get(struct fm_net *net, int rank)
+{
+    if (rank >= net->sess_cap) {
+        int cap = FM_MAX(rank + 1, net->sess_cap * 2);
+        struct fm_session **a = realloc(net->sess, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return NULL;
+        memset(a + net->sess_cap, 0, sizeof(*a) * (size_t)(cap - net->sess_cap));
+        net->sess = a;
+        net->sess_cap = cap;
+    }
+    struct fm_session *s = net->sess[rank];
+    if (s)
+        return s;
+    int named = rank >= net->p.size;
+    if (named && (!net->domain || !net->p.up.named_epoch))
+        return NULL; /* no domain key yet: nobody to talk to by name */
+    if (net->nall == net->all_cap) {
+        int cap = net->all_cap ? net->all_cap * 2 : 16;
+        struct fm_session **a = realloc(net->all, sizeof(*a) * (size_t)cap);
+        if (!a)
+            return NULL;
+        net->all = a;
+        net->all_cap = cap;
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->net = net;
+    s->rank = rank;
+    s->named = named;
+    s->snd_nxt = s->snd_una = (uint32_t)rnd(net);
+    s->rto = net->p.rto_min_ns * 4;
+    net->sess[rank] = s;
+    if (named && named_register(net, s, net->p.up.named_epoch(net->p.up.core, rank))) {
+        net->sess[rank] = NULL;
+        free(s);
+        return NULL;
+    }
+    net->all[net->nall++] = s;
+    net->nc[FM_NC_SESSIONS]++;
+    return s;
+}
+
+void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
+{
+    if (s->state == S_GONE)
+        return;
+    s->state = S_GONE;
+    for (uint32_t i = 0; i < s->nlive; i++)
+        __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
+        free(s->held[i].pkt);
+        s->held[i].pkt = NULL;
+    }
+    s->nheld = 0;
+    if (state == FM_NET_PEER_FAILED)
+        net->nc[FM_NC_PEERS_LOST]++;
+    fm_info("net", "session with rank %d ends: %s", s->rank,
+            state == FM_NET_PEER_FAILED ? "lost" : "it left");
+    net->p.up.peer_gone(net->p.up.core, s->rank, state);
+}
+
+enum fm_drop fm_session_on_hello(struct fm_net *net, struct fm_session *s, int rail,
+                                  const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,
+                                  const struct sockaddr_in *from)
+{
+    if (s->named && h->src_epoch != s->peer_epoch_named)
+        return FM_DROP_STALE; /* another incarnation than its name says */
+    if (s->state == S_GONE || (s->peer_epoch && s->peer_epoch != h->src_epoch))
+        return FM_DROP_STALE; /* ranks do not come back */
+    if (h->op == FM_OP_HELLO_ACK &&
+        (h->dst_epoch != net->p.epoch || hello->nonce != s->hello_nonce || s->state == S_NEW))
+        return FM_DROP_STALE;
+    int first = !s->peer_epoch;
+    if (first) {
+        s->peer_epoch = h->src_epoch;
+        s->rcv_nxt = hello->first_seq;
+        s->rcv_known = 1;
+    }
+    /* The address comes from the first HELLO only: a replayed one from
+     * elsewhere must not redirect the session. */
+    if (!s->have_addr || (first && h->op == FM_OP_HELLO)) {
+        s->rail[rail].addr = *from;
+        s->rail[rail].up = 1;
+        s->ctl_rail = (uint8_t)rail;
+        s->have_addr = 1;
+    }
+    if (h->op == FM_OP_HELLO) {
+        s->peer_nonce = hello->nonce;
+        s->hello_ack_due = 1;
+    }
+    s->state = S_UP;
+    mark_pending(net, s);
+    return FM_DROP_NONE;
+}
+
+static void build_hello(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, int ack)
+{
+    fm_pkt_init(net, s, p, ack ? FM_OP_HELLO_ACK : FM_OP_HELLO);
+    if (!ack) {
+        p->hdr.dst_epoch = 0;
+        p->hdr.flags = 0;
+        p->hdr.ack = 0;
+    }
+    struct fm_wire_hello *hl = &p->sub.hello.hello;
+    memset(hl, 0, sizeof(*hl));
+    hl->nonce = ack ? s->peer_nonce : s->hello_nonce;
+    hl->first_seq = s->snd_una;
+    /* A named HELLO introduces us: the peer may never have heard our name. */
+    size_t extra = s->named && !ack ? net->card_len : 0;
+    memcpy(p->sub.hello.card, net->card, extra);
+    p->hdr.len = (uint16_t)(sizeof(*hl) + extra);
+    hl->mac = fm_wire_hello_mac(s->named ? net->domain_key : net->p.key, &p->hdr, hl,
+                                p->sub.hello.card, extra);
+    p->sub_len = (uint16_t)(sizeof(*hl) + extra);
+}
+
+/* The handshake's packets: our HELLO (and its retries) once there is
+ * something to send, and the answer to the peer's. */
+int fm_session_handshake(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                         int max, uint64_t now)
+{
+    int n = 0;
+    if (s->state == S_NEW && s->nlive) {
+        s->hello_nonce = rnd(net);
+        s->state = S_HELLO_SENT;
+        s->t_first_hello = now;
+        s->hello_backoff = HELLO_RETRY_NS;
+        s->t_hello = 0;
+    }
+    if (s->state == S_HELLO_SENT && now >= s->t_hello && n < max) {
+        if (s->t_hello) /* a retry: perhaps the first rail is the broken one */
+            s->ctl_rail = (uint8_t)fm_rail_next_usable(net, s, s->ctl_rail);
+        build_hello(net, s, &pkts[n++], 0);
+        s->t_hello = now + s->hello_backoff;
+        s->hello_backoff = FM_MIN(s->hello_backoff * 2, net->p.timeout_ns / 4);
+    }
+    if ((s->state == S_UP || s->state == S_HELLO_SENT) && s->hello_ack_due && n < max) {
+        build_hello(net, s, &pkts[n++], 1);
+        s->hello_ack_due = 0;
+    }
+    return n;
+}
+
+/* Timers of one session: retransmission, heartbeat, liveness. */
+void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->state == S_GONE)
+        return;
+    if (s->state == S_HELLO_SENT) {
+        if (now - s->t_first_hello > net->p.timeout_ns)
+            fm_session_gone(net, s, FM_NET_PEER_FAILED);
+        else if (now >= s->t_hello)
+            mark_pending(net, s);
+        return;
+    }
+    if (s->state != S_UP)
+        return;
+    if (s->t_last_rx && now - s->t_last_rx > net->p.timeout_ns) {
+        fm_info("net", "rank %d silent for %llu ms", s->rank,
+                (unsigned long long)((now - s->t_last_rx) / 1000000));
+        fm_session_gone(net, s, FM_NET_PEER_FAILED);
+        return;
+    }
+    if (!s->t_last_rx)
+        s->t_last_rx = now;
+    if (net->p.nrails > 1)
+        fm_rail_check(net, s, now);
+    fm_loss_timers(net, s, now);
+    fm_flow_credit_check(net, s, now);
+    uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
+    if (now - s->t_last_tx >= ping_every || (s->unacked && now >= s->t_ack_due) ||
+        s->credit_due)
+        mark_pending(net, s);
+}
+
+uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t d = UINT64_MAX;
+    if (s->state == S_HELLO_SENT)
+        return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns);
+    if (s->state != S_UP)
+        return d;
+    if (s->snd_una != s->snd_nxt)
+        d = fm_loss_deadline(net, s);
+    else if (s->nlive)
+        d = FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto; /* the credit check */
+    if (s->unacked && s->t_ack_due > 1)
+        d = FM_MIN(d, s->t_ack_due);
+    d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
+    if (s->t_last_rx)
+        d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);
+    return FM_MIN(d, fm_rail_deadline(net, s));
+}
+
+void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
+                        int refused, uint64_t now)
+{
+    if (rail < 0 || rail >= net->p.nrails)
+        return;
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        const struct sockaddr_in *a = &s->rail[rail].addr;
+        if (!a->sin_family || a->sin_addr.s_addr != from->sin_addr.s_addr ||
+            a->sin_port != from->sin_port || s->state == S_GONE)
+            continue;
+        if (!refused && fm_rail_next_usable(net, s, rail) != rail)
+            fm_rail_down(net, s, rail, now);
+        else
+            fm_session_gone(net, s, s->bye_sent ? FM_NET_PEER_LEFT : FM_NET_PEER_FAILED);
+    }
+}
+
+void fm_net_bye(struct fm_net *net)
+{
+    for (int i = 0; i < net->nall; i++) {
+        struct fm_session *s = net->all[i];
+        if (s->state == S_UP) {
+            s->bye_due = 1;
+            mark_pending(net, s);
+        }
+    }
+}
