@@ -55,13 +55,8 @@ void fm_net_free(struct fm_net *net)
 {
     if (!net)
         return;
-    for (int i = 0; i < net->nall; i++) {
-        struct fm_session *s = net->all[i];
-        for (int k = 0; k < FM_WIRE_SACK_BITS; k++)
-            free(s->held[k].pkt);
-        fm_flows_free(s);
-        free(s);
-    }
+    for (int i = 0; i < net->nall; i++)
+        fm_session_free(net->all[i]);
     while (net->nspare)
         free(net->spare[--net->nspare]);
     free(net->all);

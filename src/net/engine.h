@@ -32,9 +32,15 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#define FM_NET_TXWIN FM_WIRE_SACK_BITS /* sequenced packets in flight per session */
-#define FM_NET_MAX_CREDITS 16           /* credits one ACK carries */
-#define FM_RAILS_MAX 4                  /* network links one process uses at once */
+/* Sequenced packets a session has in flight, and a receiver holds after a
+ * gap (later ones are dropped): its tables start at the least and double
+ * as the window fills, so an idle peer costs little; past WIN_SMALL only
+ * for full packets (output.c). */
+#define FM_NET_WIN_MIN 64
+#define FM_NET_WIN_SMALL 256
+#define FM_NET_WIN_MAX 8192
+#define FM_NET_MAX_CREDITS 16 /* credits one ACK carries */
+#define FM_RAILS_MAX 4        /* network links one process uses at once */
 
 /* How a session spreads its packets over the rails (seed 000, 2.3); in the
  * order of FM_RAIL_POLICY's words. */
@@ -122,7 +128,9 @@ struct fm_pkt_out {
         struct fm_wire_data data;
         struct {
             struct fm_wire_ack ack;
-            struct fm_wire_credit credit[FM_NET_MAX_CREDITS];
+            /* ncredit credits, then nsack ranges */
+            unsigned char tail[FM_NET_MAX_CREDITS * sizeof(struct fm_wire_credit) +
+                               FM_WIRE_SACK_MAX * sizeof(struct fm_wire_sack)];
         } ack;
     } sub;
     uint16_t sub_len;        /* bytes of sub that belong to the packet */

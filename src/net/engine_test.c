@@ -78,11 +78,17 @@ static int up_addr(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
     return 0;
 }
 
+/* Each flow's ring: small, so that streams wrap often; large, for windows of
+ * thousands of packets. */
+static uint32_t ring_size = RING;
+/* Output batches the sender sends per round trip of the link. */
+static int batches_per_rtt = 1;
+
 static struct fm_net *make(int rank, uint8_t keybyte)
 {
     struct fm_net_params p = {
         .rank = rank, .size = 2, .epoch = 0x1000u + (uint32_t)rank + keybyte,
-        .ring_size = RING, .payload = 1400, .timeout_ns = 2000000000ull,
+        .ring_size = ring_size, .payload = 1400, .timeout_ns = 2000000000ull,
         .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
         .nrails = nrails, .rail_heartbeat_ns = 3000000, .rail_query = rail_query,
         .up = {.core = &sides[rank], .flow_new = up_flow_new, .delivered = up_delivered,
@@ -214,7 +220,8 @@ static void stream(uint64_t total, uint64_t seed)
             fm_net_kick(sides[0].net, f);
             sent += len;
         }
-        pump_out(0, rounds % 3 == 0);
+        for (int b = 0; b < batches_per_rtt; b++)
+            pump_out(0, rounds % 3 == 0);
         deliver_all();
         consume(&sides[1], &got, seed);
         pump_out(1, rounds % 3 == 0);
@@ -247,13 +254,13 @@ static void test_clean_stream(void)
     CHECK_EQ(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST], 0);
 }
 
-static void test_faulty_stream(const char *spec)
+static void test_faulty_stream(const char *spec, uint64_t total)
 {
     char err[128];
     reset();
     CHECK_RC(fm_fault_parse(&faults, spec, err, sizeof(err)), 0);
     use_faults = 1;
-    stream(1 << 20, 2);
+    stream(total, 2);
     use_faults = 0;
     uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
     fm_net_counters(sides[1].net, nc, dr);
@@ -434,11 +441,18 @@ int main(void)
     queue = malloc(sizeof(*queue) * (size_t)qcap);
     CHECK(queue != NULL);
     test_clean_stream();
-    test_faulty_stream("drop=0.05,seed=1");
-    test_faulty_stream("dup=0.05,seed=2");
-    test_faulty_stream("reorder=0.1,seed=3");
-    test_faulty_stream("corrupt=0.02,seed=4");
-    test_faulty_stream("drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=5");
+    test_faulty_stream("drop=0.05,seed=1", 1 << 20);
+    test_faulty_stream("dup=0.05,seed=2", 1 << 20);
+    test_faulty_stream("reorder=0.1,seed=3", 1 << 20);
+    test_faulty_stream("corrupt=0.02,seed=4", 1 << 20);
+    test_faulty_stream("drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=5", 1 << 20);
+    /* Windows of thousands of packets, wider than one ACK's ranges. */
+    ring_size = 4u << 20;
+    batches_per_rtt = 48;
+    test_faulty_stream("drop=0.01,seed=6", 16u << 20);
+    test_faulty_stream("drop=0.03,dup=0.01,reorder=0.05,seed=7", 16u << 20);
+    ring_size = RING;
+    batches_per_rtt = 1;
     test_rails();
     test_silence();
     test_bye();

@@ -52,6 +52,27 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
     }
 }
 
+/* Makes room to hold packets up to `off` after the next expected one: the
+ * table doubles (a session that never sees a gap has none). */
+static int hold_room(struct fm_session *s, uint32_t off)
+{
+    if (off <= s->held_cap)
+        return 0;
+    uint32_t cap = s->held_cap ? s->held_cap : FM_NET_WIN_MIN;
+    while (cap < off)
+        cap *= 2;
+    struct held *t = calloc(cap, sizeof(*t));
+    if (!t)
+        return -1;
+    /* Whatever is held lies within held_cap after the next expected one. */
+    for (uint32_t i = 1; s->held && i <= s->held_cap; i++)
+        t[(s->rcv_nxt + i) & (cap - 1)] = *held_at(s, s->rcv_nxt + i);
+    free(s->held);
+    s->held = t;
+    s->held_cap = cap;
+    return 0;
+}
+
 /* A sequenced packet: deliver it in order, or hold it until its turn. */
 static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void *pkt, size_t len)
 {
@@ -62,11 +83,13 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         s->ack_now = 1; /* the peer missed our acknowledgement */
         return FM_DROP_DUPLICATE;
     }
-    if (off > FM_WIRE_SACK_BITS)
+    if (off > FM_NET_WIN_MAX)
         return FM_DROP_WINDOW;
     if (off > 0) {
-        struct held *hd = &s->held[h.seq % FM_WIRE_SACK_BITS];
         s->ack_now = 1; /* tell the sender about the gap at once */
+        if (hold_room(s, off))
+            return FM_DROP_WINDOW;
+        struct held *hd = held_at(s, h.seq);
         if (hd->pkt)
             return FM_DROP_DUPLICATE;
         hd->pkt = malloc(len);
@@ -82,7 +105,7 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
     s->unacked++;
     /* Then whatever was waiting behind it. */
     struct held *hd;
-    while (s->state != S_GONE && (hd = &s->held[s->rcv_nxt % FM_WIRE_SACK_BITS])->pkt) {
+    while (s->nheld && s->state != S_GONE && (hd = held_at(s, s->rcv_nxt))->pkt) {
         struct fm_wire_hdr h2;
         memcpy(&h2, hd->pkt, sizeof(h2));
         enum fm_drop w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2));
@@ -191,17 +214,20 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     s->probed = 0;
     fm_rail_heard(net, s, rail, h.rail, from, now);
     if (h.flags & FM_HDR_ACK_VALID)
-        fm_loss_on_ack(net, s, h.ack, NULL, 0, now);
+        fm_loss_on_ack(net, s, h.ack, NULL, NULL, 0, now);
     switch (h.op) {
     case FM_OP_ACK: {
         struct fm_wire_ack a;
         memcpy(&a, pl, sizeof(a));
-        if (h.len != sizeof(a) + a.ncredit * sizeof(struct fm_wire_credit) ||
-            !(h.flags & FM_HDR_ACK_VALID)) {
+        size_t credits = a.ncredit * sizeof(struct fm_wire_credit);
+        if (h.len != sizeof(a) + credits + a.nsack * sizeof(struct fm_wire_sack) ||
+            a.nsack > FM_WIRE_SACK_MAX || !(h.flags & FM_HDR_ACK_VALID)) {
             why = FM_DROP_OPCODE;
             goto drop;
         }
-        fm_loss_on_ack(net, s, h.ack, &a, (h.flags & FM_HDR_STATUS) != 0, now);
+        struct fm_wire_sack sack[FM_WIRE_SACK_MAX];
+        memcpy(sack, pl + sizeof(a) + credits, sizeof(sack[0]) * a.nsack);
+        fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
         memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);

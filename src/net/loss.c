@@ -50,7 +50,7 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        struct txent *e = txent_at(s, q);
         /* Per rail: packets on a slower rail arrive after later packets on
          * a faster one without being lost. */
         const struct sess_rail *sr = &s->rail[e->rail];
@@ -66,15 +66,43 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
     }
 }
 
+/* The packets of a selective acknowledgement that are still in flight.
+ * *newest: the latest sent of those newly known delivered, sent once. */
+static void on_sack(struct fm_net *net, struct fm_session *s, struct fm_wire_sack r,
+                    struct txent **newest, uint64_t now)
+{
+    if (!r.count || r.count > FM_NET_WIN_MAX)
+        return; /* not from a receiver of ours */
+    uint32_t q = fm_seq_lt(r.first, s->snd_una) ? s->snd_una : r.first;
+    uint32_t end = r.first + r.count;
+    for (; fm_seq_lt(q, end) && fm_seq_lt(q, s->snd_nxt); q++) {
+        struct txent *e = txent_at(s, q);
+        if (!e->sacked) {
+            e->sacked = 1;
+            fm_rail_acked(net, s, e, now);
+            if (!e->retx) {
+                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
+                if (!*newest || e->t_sent > (*newest)->t_sent)
+                    *newest = e;
+            }
+        }
+    }
+}
+
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
-                    const struct fm_wire_ack *a, int status_answer, uint64_t now)
+                    const struct fm_wire_ack *a, const struct fm_wire_sack *sack,
+                    int status_answer, uint64_t now)
 {
     if (fm_seq_lt(s->snd_una, ack) && !fm_seq_lt(s->snd_nxt, ack)) {
-        struct txent *last = &s->tx[(ack - 1) % FM_NET_TXWIN];
-        if (!last->retx)
+        /* A round trip from the packet that moved the acknowledgement, if
+         * this ACK is the first news of it: one selectively acknowledged
+         * before was delivered long ago (a hole held it back), and
+         * timing it now would add the repair to the round trip. */
+        struct txent *last = txent_at(s, ack - 1);
+        if (!last->retx && !last->sacked)
             rtt_sample(net, s, last, now - last->t_sent);
         for (uint32_t q = s->snd_una; q != ack; q++) {
-            struct txent *e = &s->tx[q % FM_NET_TXWIN];
+            struct txent *e = txent_at(s, q);
             struct sess_rail *sr = &s->rail[e->rail];
             /* A retransmitted packet's acknowledgement may be for its first
              * copy: its send time proves nothing about later packets. */
@@ -111,20 +139,11 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             mark_pending(net, s);
         }
     }
-    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
-        if (!(a->sack[i / 64] >> (i % 64) & 1))
-            continue;
-        uint32_t q = ack + 1 + (uint32_t)i;
-        if (fm_seq_lt(q, s->snd_una) || !fm_seq_lt(q, s->snd_nxt))
-            continue;
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
-        if (!e->sacked) {
-            e->sacked = 1;
-            fm_rail_acked(net, s, e, now);
-            if (!e->retx)
-                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
-        }
-    }
+    struct txent *newest = NULL;
+    for (int i = 0; i < a->nsack; i++)
+        on_sack(net, s, sack[i], &newest, now);
+    if (newest)
+        rtt_sample(net, s, newest, now - newest->t_sent);
     fm_loss_detect(net, s, now);
 }
 
@@ -142,7 +161,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     if (s->snd_una == s->snd_nxt)
         return;
-    struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+    struct txent *e = txent_at(s, s->snd_una);
     /* Tail loss probe (as TCP's TLP): no acknowledgement for two round
      * trips, maybe because the last packets of a burst were lost and
      * nothing after them can reveal it. Sending the last one again
@@ -155,7 +174,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
         /* A hole resent once and still open: its copy was lost too,
          * and nothing sent later can tell. Otherwise probe the tail. */
         uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
-        struct txent *t = &s->tx[q % FM_NET_TXWIN];
+        struct txent *t = txent_at(s, q);
         if (t->op && !t->sacked && !t->due) {
             fm_rail_settle(s, t);
             t->due = 1;
@@ -173,7 +192,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
          * older than the timeout, so they go one per round trip, and
          * loss detection takes over as soon as later packets arrive. */
         for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
-            struct txent *t = &s->tx[q % FM_NET_TXWIN];
+            struct txent *t = txent_at(s, q);
             if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
                 fm_rail_settle(s, t);
                 t->due = 1;
@@ -188,7 +207,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
 
 uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s)
 {
-    const struct txent *e = &s->tx[s->snd_una % FM_NET_TXWIN];
+    const struct txent *e = txent_at(s, s->snd_una);
     uint64_t d = e->t_sent + FM_MIN(s->rto, probe_timeout(net, s));
     uint64_t rtt = s->rail[e->rail].srtt ? s->rail[e->rail].srtt : s->srtt;
     if (e->t_sent <= s->rail[e->rail].rack_t) /* loss detection waits a round trip */

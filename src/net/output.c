@@ -51,7 +51,7 @@ static void count_tx(struct fm_net *net, struct fm_pkt_out *p)
 static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q,
                             struct fm_pkt_out *p)
 {
-    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    struct txent *e = txent_at(s, q);
     fm_pkt_init(net, s, p, e->op);
     p->hdr.seq = q;
     if (e->op == FM_OP_FLOW) {
@@ -80,7 +80,7 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
 static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm_pkt_out *p,
                  uint64_t now)
 {
-    struct txent *e = &s->tx[q % FM_NET_TXWIN];
+    struct txent *e = txent_at(s, q);
     build_sequenced(net, s, q, p);
     s->t_busy = now;
     int r = fm_rail_pick(net, s);
@@ -98,14 +98,39 @@ static uint32_t sequence(struct fm_session *s, uint8_t op, uint32_t flow, uint64
                          uint32_t len, uint64_t now)
 {
     uint32_t q = s->snd_nxt++;
-    s->tx[q % FM_NET_TXWIN] = (struct txent){
+    *txent_at(s, q) = (struct txent){
         .t_sent = now, .pos = pos, .flow = flow, .len = len, .op = op};
     return q;
 }
 
-static int window_open(const struct fm_session *s)
+/* Whether another sequenced packet may go. The table of packets in flight
+ * doubles as the window fills: to FM_NET_WIN_SMALL packets of any size,
+ * and beyond, up to FM_NET_WIN_MAX, while they are mostly full ones (a
+ * window that large is for bulk data: as many small packets would only
+ * flood the peer's socket). */
+static int window_open(struct fm_net *net, struct fm_session *s)
 {
-    return s->snd_nxt - s->snd_una < FM_NET_TXWIN;
+    if (s->snd_nxt - s->snd_una < s->tx_cap)
+        return 1;
+    if (s->tx_cap >= FM_NET_WIN_MAX)
+        return 0;
+    if (s->tx_cap >= FM_NET_WIN_SMALL) {
+        uint64_t inflight = 0;
+        for (int r = 0; r < net->p.nrails; r++)
+            inflight += s->rail[r].inflight;
+        if (inflight < (uint64_t)s->tx_cap * net->p.payload / 2)
+            return 0;
+    }
+    uint32_t cap = s->tx_cap * 2;
+    struct txent *t = calloc(cap, sizeof(*t));
+    if (!t)
+        return 0;
+    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++)
+        t[q & (cap - 1)] = *txent_at(s, q);
+    free(s->tx);
+    s->tx = t;
+    s->tx_cap = cap;
+    return 1;
 }
 
 /* Finds how far a mirror holds complete records. */
@@ -119,14 +144,31 @@ static void scan_complete(struct fm_txflow *f, uint64_t limit)
     }
 }
 
+/* The packets held after the first gap, as ranges, lowest first. */
+static int sack_ranges(const struct fm_session *s, struct fm_wire_sack *r)
+{
+    int n = 0;
+    uint32_t seen = 0;
+    for (uint32_t q = s->rcv_nxt + 1; seen < s->nheld; q++) {
+        if (!held_at(s, q)->pkt)
+            continue;
+        seen++;
+        if (n && r[n - 1].first + r[n - 1].count == q)
+            r[n - 1].count++;
+        else if (n == FM_WIRE_SACK_MAX)
+            break;
+        else
+            r[n++] = (struct fm_wire_sack){.first = q, .count = 1};
+    }
+    return n;
+}
+
 static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p)
 {
     fm_pkt_init(net, s, p, FM_OP_ACK);
     struct fm_wire_ack *a = &p->sub.ack.ack;
     memset(a, 0, sizeof(*a));
-    for (uint32_t i = 0; s->nheld && i < FM_WIRE_SACK_BITS; i++)
-        if (s->held[(s->rcv_nxt + 1 + i) % FM_WIRE_SACK_BITS].pkt)
-            a->sack[i / 64] |= 1ull << (i % 64);
+    struct fm_wire_credit credit[FM_NET_MAX_CREDITS];
     int n = 0;
     if (s->credit_due || s->credit_all) {
         int all = s->credit_all;
@@ -143,13 +185,20 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
                 s->credit_all = (uint8_t)all;
                 break;
             }
-            p->sub.ack.credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
+            credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
             f->credited = head;
         }
     }
+    struct fm_wire_sack sack[FM_WIRE_SACK_MAX];
+    int nsack = sack_ranges(s, sack);
     a->ncredit = (uint16_t)n;
+    a->nsack = (uint16_t)nsack;
     a->rails_busy = net->rails_busy;
-    p->sub_len = (uint16_t)(sizeof(*a) + (size_t)n * sizeof(struct fm_wire_credit));
+    memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
+    memcpy(p->sub.ack.tail + sizeof(credit[0]) * (size_t)n, sack,
+           sizeof(sack[0]) * (size_t)nsack);
+    p->sub_len = (uint16_t)(sizeof(*a) + sizeof(credit[0]) * (size_t)n +
+                            sizeof(sack[0]) * (size_t)nsack);
     s->ack_now = 0;
     s->unacked = 0;
     s->t_ack_due = 0;
@@ -174,7 +223,7 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
 {
     int n = 0;
     for (uint32_t q = s->snd_una; q != s->snd_nxt && n < max; q++) {
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        struct txent *e = txent_at(s, q);
         if (!e->due || !e->op)
             continue;
         emit(net, s, q, &pkts[n++], now);
@@ -209,7 +258,7 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
 {
     int n = 0;
     uint32_t nlive = s->nlive;
-    for (uint32_t k = 0; k < nlive && n < max && window_open(s); k++) {
+    for (uint32_t k = 0; k < nlive && n < max && window_open(net, s); k++) {
         struct fm_txflow *f = s->live[(s->next_live + k) % nlive];
         if (f->end_sent)
             continue;
@@ -219,7 +268,7 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
             f->announced = 1;
         }
         scan_complete(f, f->ring.size);
-        while (n < max && window_open(s) && f->complete > f->sent) {
+        while (n < max && window_open(net, s) && f->complete > f->sent) {
             uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
@@ -233,7 +282,7 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
             emit(net, s, q, &pkts[n++], now);
             f->sent += len;
         }
-        if (f->ending && f->complete == f->sent && n < max && window_open(s)) {
+        if (f->ending && f->complete == f->sent && n < max && window_open(net, s)) {
             f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
             emit(net, s, f->end_seq, &pkts[n++], now);
             f->end_sent = 1;
@@ -243,14 +292,15 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
 }
 
 /* Receiving flows whose endpoint closed ask their sender to stop. */
-static int flow_stops(struct fm_session *s, struct fm_pkt_out *pkts, int max, uint64_t now)
+static int flow_stops(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+                      uint64_t now)
 {
     int n = 0;
-    for (uint32_t i = 0; s->nstops && i < s->rxf_cap && n < max && window_open(s); i++) {
+    for (uint32_t i = 0; s->nstops && i < s->rxf_cap && n < max && window_open(net, s); i++) {
         struct fm_rxflow *f = s->rxf[i];
         if (f && f->orphan && !f->ended && f->stop_due) {
             uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
-            emit(s->net, s, q, &pkts[n++], now);
+            emit(net, s, q, &pkts[n++], now);
             f->stop_due = 0;
             s->nstops--;
         }
@@ -262,7 +312,7 @@ static int flow_stops(struct fm_session *s, struct fm_pkt_out *pkts, int max, ui
 static int bye(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
                uint64_t now)
 {
-    if (!s->bye_due || s->bye_sent || max < 1 || !window_open(s))
+    if (!s->bye_due || s->bye_sent || max < 1 || !window_open(net, s))
         return 0;
     for (uint32_t i = 0; i < s->nlive; i++) {
         scan_complete(s->live[i], s->live[i]->ring.size);
@@ -327,7 +377,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     n += status_query(net, s, pkts + n, max - n, now, &hold);
     if (!hold)
         n += new_data(net, s, pkts + n, max - n, flush, now);
-    n += flow_stops(s, pkts + n, max - n, now);
+    n += flow_stops(net, s, pkts + n, max - n, now);
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;
     n += bye(net, s, pkts + n, max - n, now);

@@ -76,7 +76,7 @@ void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
     fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the other "
             "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
-        struct txent *e = &s->tx[q % FM_NET_TXWIN];
+        struct txent *e = txent_at(s, q);
         if (e->op && e->rail == r && !e->sacked && !e->due) {
             fm_rail_settle(s, e);
             e->due = 1;

@@ -84,8 +84,14 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
         net->all_cap = cap;
     }
     s = calloc(1, sizeof(*s));
-    if (!s)
+    if (s) {
+        s->tx_cap = FM_NET_WIN_MIN;
+        s->tx = calloc(s->tx_cap, sizeof(*s->tx));
+    }
+    if (!s || !s->tx) {
+        free(s);
         return NULL;
+    }
     s->net = net;
     s->rank = rank;
     s->named = named;
@@ -94,12 +100,32 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
     net->sess[rank] = s;
     if (named && named_register(net, s, net->p.up.named_epoch(net->p.up.core, rank))) {
         net->sess[rank] = NULL;
-        free(s);
+        fm_session_free(s);
         return NULL;
     }
     net->all[net->nall++] = s;
     net->nc[FM_NC_SESSIONS]++;
     return s;
+}
+
+/* Lets go of the packets held after a gap. */
+static void drop_held(struct fm_session *s)
+{
+    for (uint32_t i = 0; s->nheld && i < s->held_cap; i++) {
+        if (s->held[i].pkt)
+            s->nheld--;
+        free(s->held[i].pkt);
+        s->held[i].pkt = NULL;
+    }
+}
+
+void fm_session_free(struct fm_session *s)
+{
+    drop_held(s);
+    free(s->held);
+    fm_flows_free(s);
+    free(s->tx);
+    free(s);
 }
 
 void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
@@ -109,11 +135,7 @@ void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
     s->state = S_GONE;
     for (uint32_t i = 0; i < s->nlive; i++)
         __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < FM_WIRE_SACK_BITS; i++) {
-        free(s->held[i].pkt);
-        s->held[i].pkt = NULL;
-    }
-    s->nheld = 0;
+    drop_held(s);
     if (state == FM_NET_PEER_FAILED)
         net->nc[FM_NC_PEERS_LOST]++;
     fm_info("net", "session with rank %d ends: %s", s->rank,

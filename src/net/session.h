@@ -107,7 +107,8 @@ struct fm_session {
 
     /* transmit */
     uint32_t snd_nxt, snd_una;
-    struct txent tx[FM_NET_TXWIN];
+    struct txent *tx;      /* packets in flight, by seq % tx_cap (see txent_at) */
+    uint32_t tx_cap;       /* a power of two, FM_NET_WIN_MIN to FM_NET_WIN_MAX */
     uint8_t probed;        /* a tail loss probe went since the last ACK */
     uint64_t srtt, rttvar, rto;
     uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
@@ -116,8 +117,9 @@ struct fm_session {
     /* receive */
     int rcv_known;
     uint32_t rcv_nxt;
-    struct held held[FM_WIRE_SACK_BITS]; /* by seq % FM_WIRE_SACK_BITS */
-    int nheld;
+    struct held *held;     /* by seq % held_cap (see held_at); NULL before a gap */
+    uint32_t held_cap;
+    uint32_t nheld;
     uint32_t unacked;      /* received since our last acknowledgement */
     uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
 
@@ -190,6 +192,16 @@ static inline void list_add(struct fm_session ***list, int *n, int *cap, struct 
     *flag = 1;
 }
 
+static inline struct txent *txent_at(const struct fm_session *s, uint32_t seq)
+{
+    return &s->tx[seq & (s->tx_cap - 1)];
+}
+
+static inline struct held *held_at(const struct fm_session *s, uint32_t seq)
+{
+    return &s->held[seq & (s->held_cap - 1)];
+}
+
 static inline void mark_pending(struct fm_net *net, struct fm_session *s)
 {
     list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
@@ -225,7 +237,8 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now);
 uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s);
 /* A cumulative acknowledgement `ack` (and selective ones in a) arrived. */
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
-                    const struct fm_wire_ack *a, int status_answer, uint64_t now);
+                    const struct fm_wire_ack *a, const struct fm_wire_sack *sack,
+                    int status_answer, uint64_t now);
 
 /* flow.c */
 /* A flow is over and acknowledged: freed now or when its last route lets go. */
@@ -251,6 +264,8 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank);
 struct fm_session *fm_session_named(const struct fm_net *net, uint32_t epoch);
 /* The session ends: the peer left (FM_NET_PEER_LEFT) or was lost. */
 void fm_session_gone(struct fm_net *net, struct fm_session *s, int state);
+/* Frees a session and all it holds (the engine goes away). */
+void fm_session_free(struct fm_session *s);
 /* A HELLO or HELLO_ACK (its MAC checked) from `from` on local rail `rail`. */
 enum fm_drop fm_session_on_hello(struct fm_net *net, struct fm_session *s, int rail,
                                  const struct fm_wire_hdr *h, const struct fm_wire_hello *hello,

@@ -20,7 +20,7 @@
 #error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
 #endif
 
-#define FM_WIRE_VERSION 1
+#define FM_WIRE_VERSION 2
 
 enum fm_wire_op {
     FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
@@ -112,20 +112,25 @@ struct fm_wire_credit {
     uint64_t head;     /* bytes of the stream released by the receiving endpoint */
 };
 
-/* Packets after the cumulative acknowledgement that an ACK can describe:
- * also the receive window (later packets are dropped). */
-#define FM_WIRE_SACK_BITS 256
+/* A selective acknowledgement: packets first .. first + count - 1 arrived. */
+struct fm_wire_sack {
+    uint32_t first;
+    uint32_t count;
+};
 
-/* ACK (48 bytes, then `ncredit` credits). The cumulative acknowledgement is
- * the header's `ack`; bit i of `sack` (word i / 64, bit i % 64) is set when
- * sequence number ack + 1 + i arrived. */
+/* Ranges one ACK carries: the lowest ones after the cumulative
+ * acknowledgement (the sender keeps what earlier ACKs said). */
+#define FM_WIRE_SACK_MAX 32
+
+/* ACK (16 bytes, then `ncredit` credits, then `nsack` ranges). The
+ * cumulative acknowledgement is the header's `ack`. */
 struct fm_wire_ack {
-    uint64_t sack[FM_WIRE_SACK_BITS / 64]; /* selective acknowledgement */
     uint32_t rails_busy; /* bit r: the receiver's rail r is busy (rail dispatch) */
     uint16_t ncredit;    /* credits that follow */
-    uint16_t reserved0;  /* 0 */
-    uint64_t reserved1;  /* 0 */
+    uint16_t nsack;      /* selective acknowledgements after them, at most FM_WIRE_SACK_MAX */
+    uint64_t reserved;   /* 0 */
     /* struct fm_wire_credit credit[ncredit]; */
+    /* struct fm_wire_sack sack[nsack]; */
 };
 
 _Static_assert(sizeof(struct fm_wire_hdr) == 48, "header is 48 bytes");
@@ -134,7 +139,8 @@ _Static_assert(sizeof(struct fm_wire_data) == 16, "data header is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_flow) == 16, "flow is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_credit) == 16, "credit is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_flow_end) == 8, "flow end is 8 bytes");
-_Static_assert(sizeof(struct fm_wire_ack) == 48, "ack is 48 bytes");
+_Static_assert(sizeof(struct fm_wire_ack) == 16, "ack is 16 bytes");
+_Static_assert(sizeof(struct fm_wire_sack) == 8, "sack is 8 bytes");
 
 /* Largest datagram: a UDP payload over IPv4. */
 #define FM_WIRE_MAX 65507u
