@@ -117,7 +117,7 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         s->rcv_nxt++;
         s->unacked++;
     }
-    if (s->unacked >= ACK_EVERY)
+    if (s->unacked >= fm_budget_ack_every(net, s))
         s->ack_now = 1;
     if (!s->t_ack_due)
         s->t_ack_due = 1; /* armed at the next output, with its clock */
@@ -227,6 +227,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         }
         struct fm_wire_sack sack[FM_WIRE_SACK_MAX];
         memcpy(sack, pl + sizeof(a) + credits, sizeof(sack[0]) * a.nsack);
+        s->grant = a.grant;
         fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
@@ -257,6 +258,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             why = FM_DROP_OPCODE;
             goto drop;
         }
+        if (h.op == FM_OP_DATA)
+            fm_budget_on_data(net, s, len, now);
         why = on_sequenced(net, s, pkt, len);
         s->t_busy = now;
         mark_pending(net, s);

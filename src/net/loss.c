@@ -22,8 +22,9 @@ static uint64_t base_rto(const struct fm_net *net, const struct fm_session *s)
 }
 
 static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct txent *e,
-                       uint64_t rtt)
+                       uint64_t now)
 {
+    uint64_t rtt = now - e->t_sent;
     struct sess_rail *sr = &s->rail[e->rail];
     sr->srtt = sr->srtt ? (7 * sr->srtt + rtt) / 8 : rtt;
     /* RFC 6298 in nanoseconds. */
@@ -36,6 +37,7 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
         s->srtt = (7 * s->srtt + rtt) / 8;
     }
     s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
+    fm_budget_rtt(net, rtt, now);
     s->rto = base_rto(net, s);
 }
 
@@ -100,7 +102,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
          * timing it now would add the repair to the round trip. */
         struct txent *last = txent_at(s, ack - 1);
         if (!last->retx && !last->sacked)
-            rtt_sample(net, s, last, now - last->t_sent);
+            rtt_sample(net, s, last, now);
         for (uint32_t q = s->snd_una; q != ack; q++) {
             struct txent *e = txent_at(s, q);
             struct sess_rail *sr = &s->rail[e->rail];
@@ -143,7 +145,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     for (int i = 0; i < a->nsack; i++)
         on_sack(net, s, sack[i], &newest, now);
     if (newest)
-        rtt_sample(net, s, newest, now - newest->t_sent);
+        rtt_sample(net, s, newest, now);
     fm_loss_detect(net, s, now);
 }
 

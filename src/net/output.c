@@ -115,10 +115,7 @@ static int window_open(struct fm_net *net, struct fm_session *s)
     if (s->tx_cap >= FM_NET_WIN_MAX)
         return 0;
     if (s->tx_cap >= FM_NET_WIN_SMALL) {
-        uint64_t inflight = 0;
-        for (int r = 0; r < net->p.nrails; r++)
-            inflight += s->rail[r].inflight;
-        if (inflight < (uint64_t)s->tx_cap * net->p.payload / 2)
+        if (fm_session_inflight(net, s) < (uint64_t)s->tx_cap * net->p.payload / 2)
             return 0;
     }
     uint32_t cap = s->tx_cap * 2;
@@ -193,6 +190,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     int nsack = sack_ranges(s, sack);
     a->ncredit = (uint16_t)n;
     a->nsack = (uint16_t)nsack;
+    a->grant = s->grant_given = fm_budget_grant(net);
     a->rails_busy = net->rails_busy;
     memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
     memcpy(p->sub.ack.tail + sizeof(credit[0]) * (size_t)n, sack,
@@ -270,6 +268,8 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
         scan_complete(f, f->ring.size);
         while (n < max && window_open(net, s) && f->complete > f->sent) {
             uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
+            if (!fm_budget_allows(net, s, len))
+                break; /* until an ACK returns some of the peer's grant */
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
             if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt && !f->ending &&

@@ -11,6 +11,7 @@
  *                 failover and recovery, probing (seed 000)
  *   loss.c        acknowledgements and loss recovery: RTT and timeout,
  *                 SACK, RACK, the tail loss probe
+ *   budget.c      the receiver's incoming budget, granted to its senders
  */
 #ifndef FM_NET_SESSION_H
 #define FM_NET_SESSION_H
@@ -104,6 +105,9 @@ struct fm_session {
     uint8_t credit_due;    /* a receiving endpoint released bytes */
     uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
     uint8_t bye_due, bye_sent, bye_received;
+    uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
+    uint32_t grant_given;  /* the grant our last ACK gave the peer */
+    uint64_t active_epoch; /* budget.c: the last epoch in which the peer sent DATA */
 
     /* transmit */
     uint32_t snd_nxt, snd_una;
@@ -159,6 +163,12 @@ struct fm_net {
     uint64_t rng;
     uint32_t rails_busy;    /* bit r: our receive queue on rail r is busy */
     uint64_t rail_tx[FM_RAILS_MAX]; /* DATA bytes sent per rail */
+    /* budget.c: peers sending to us (per epoch), their arrival rate, and
+     * the smallest recent round trip */
+    uint64_t epoch, t_epoch;
+    uint32_t active_now, active_prev;
+    uint64_t rx_bytes, rx_rate;
+    uint64_t rtt_min, t_rtt_min;
     uint64_t nc[FM_NC_COUNT];
     uint64_t drops[FM_DROP_COUNT];
 };
@@ -202,6 +212,15 @@ static inline struct held *held_at(const struct fm_session *s, uint32_t seq)
     return &s->held[seq & (s->held_cap - 1)];
 }
 
+/* DATA bytes a session has in flight, on all rails. */
+static inline uint64_t fm_session_inflight(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t n = 0;
+    for (int r = 0; r < net->p.nrails; r++)
+        n += s->rail[r].inflight;
+    return n;
+}
+
 static inline void mark_pending(struct fm_net *net, struct fm_session *s)
 {
     list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
@@ -239,6 +258,19 @@ uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s);
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
                     const struct fm_wire_ack *a, const struct fm_wire_sack *sack,
                     int status_answer, uint64_t now);
+
+/* budget.c */
+/* A round trip was measured: the smallest recent one sizes the budget. */
+void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now);
+/* DATA arrived from s: it is an active sender, and its bytes count. */
+void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now);
+/* The grant our ACKs carry now: bytes in flight each sender may have, 0 for
+ * no limit (fewer than two senders). */
+uint32_t fm_budget_grant(const struct fm_net *net);
+/* Packets received from s before an ACK goes on its own. */
+uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s);
+/* Whether s may send len more bytes of DATA under the peer's grant. */
+int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len);
 
 /* flow.c */
 /* A flow is over and acknowledged: freed now or when its last route lets go. */

@@ -128,7 +128,8 @@ struct fm_wire_ack {
     uint32_t rails_busy; /* bit r: the receiver's rail r is busy (rail dispatch) */
     uint16_t ncredit;    /* credits that follow */
     uint16_t nsack;      /* selective acknowledgements after them, at most FM_WIRE_SACK_MAX */
-    uint64_t reserved;   /* 0 */
+    uint32_t grant;      /* bytes the sender may have in flight to us; 0: no limit */
+    uint32_t reserved;   /* 0 */
     /* struct fm_wire_credit credit[ncredit]; */
     /* struct fm_wire_sack sack[nsack]; */
 };

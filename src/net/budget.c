@@ -1,0 +1,88 @@
+/*
+ * The receiver's incoming budget (congestion control for incast): many
+ * peers sending to one process at once share a budget of bytes in flight,
+ * B = clamp(2 x arrival rate x smallest round trip, BUDGET_MIN, BUDGET_MAX),
+ * in equal grants that ride in every ACK. A peer alone is not limited: it
+ * has only its ring's credit, as before. The queue at the receiver's port
+ * is then about B however many send, where each sender's own window (a
+ * ring per flow) would fill it N times over. Homa's dynamic window on the
+ * existing credit path; see ../shared/notes/net-cc-loss.md, section 4.1.
+ *
+ * Loss shrinks nothing: random loss is not congestion, and the sender's
+ * RTO backoff still answers a path that loses everything.
+ */
+#include "session.h"
+
+/* The budget's bounds: below the minimum a grant would stall on one round
+ * trip of ACK delay; above the maximum the queue is no longer short. */
+#define BUDGET_MIN (64u << 10)
+#define BUDGET_MAX (4u << 20)
+/* Round trip assumed before one was measured. */
+#define RTT_DEFAULT_NS 100000u
+/* A peer counts as active for this long after its last DATA (at least). */
+#define ACTIVE_NS 500000u
+/* The smallest round trip is forgotten after this long. */
+#define RTT_MIN_LIFE_NS 10000000000ull
+
+static uint64_t rtt_min(const struct fm_net *net)
+{
+    return net->rtt_min ? net->rtt_min : RTT_DEFAULT_NS;
+}
+
+void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
+{
+    if (!net->rtt_min || rtt < net->rtt_min || now - net->t_rtt_min > RTT_MIN_LIFE_NS) {
+        net->rtt_min = FM_MAX(rtt, 1);
+        net->t_rtt_min = now;
+    }
+}
+
+void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now)
+{
+    /* Active peers, counted per epoch of a few round trips: O(1) a packet. */
+    uint64_t epoch_ns = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
+    uint64_t elapsed = now - net->t_epoch;
+    if (elapsed >= epoch_ns) {
+        /* A gap of more than one epoch leaves no peer active in the last. */
+        net->active_prev = elapsed < 2 * epoch_ns ? net->active_now : 0;
+        net->active_now = 0;
+        net->epoch++;
+        net->t_epoch = now;
+        /* The arrival rate: a maximum that decays by 1/8 an epoch. */
+        uint64_t rate = net->rx_bytes * 1000000000u / elapsed;
+        net->rx_rate = FM_MAX(rate, net->rx_rate - net->rx_rate / 8);
+        net->rx_bytes = 0;
+    }
+    net->rx_bytes += len;
+    if (s->active_epoch != net->epoch) {
+        s->active_epoch = net->epoch;
+        net->active_now++;
+    }
+}
+
+uint32_t fm_budget_grant(const struct fm_net *net)
+{
+    uint32_t n = FM_MAX(net->active_now, net->active_prev);
+    if (n < 2)
+        return 0; /* one sender: its credit is enough */
+    uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
+    b = FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
+    return (uint32_t)FM_MAX(b / n, 2 * (uint64_t)net->p.payload);
+}
+
+uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s)
+{
+    /* A sender held to a small grant waits for each ACK: acknowledge every
+     * half grant, so that it never stops for the delayed ACK. */
+    if (!s->grant_given)
+        return ACK_EVERY;
+    return FM_MAX(1u, FM_MIN((uint32_t)ACK_EVERY, s->grant_given / (2 * net->p.payload)));
+}
+
+int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len)
+{
+    if (!s->grant)
+        return 1;
+    uint64_t inflight = fm_session_inflight(net, s);
+    return inflight == 0 || inflight + len <= s->grant;
+}
