@@ -182,6 +182,14 @@ int fm_config_load_with(struct fm_config *cfg, const char *const *defaults, char
                  (long long)cfg->net_ring_size);
         return FM_EINVAL;
     }
+    if (cfg->net_ring_min & (cfg->net_ring_min - 1)) {
+        snprintf(err, errlen, "FM_NET_RING_MIN=%lld: must be a power of two",
+                 (long long)cfg->net_ring_min);
+        return FM_EINVAL;
+    }
+    /* A small FM_NET_RING_SIZE alone means rings of that size. */
+    if (cfg->net_ring_min > cfg->net_ring_size)
+        cfg->net_ring_min = cfg->net_ring_size;
     if (cfg->shm_max_msg > cfg->shm_ring_size / 2) {
         snprintf(err, errlen,
                  "FM_SHM_MAX_MSG=%lld is more than half of FM_SHM_RING_SIZE=%lld: lower it "

@@ -57,8 +57,16 @@ typedef char fm_cfg_str[256];
       "packets go on the others) until it answers again; each rail is probed three "     \
       "times per interval while it carries nothing from the peer")                       \
     X(net_ring_size, FM_CFG_SIZE, "FM_NET_RING_SIZE", "256K", 4096, 1 << 30, NULL,      \
-      "bytes of each network flow's ring (a power of two): the data one sending "        \
-      "endpoint may have outstanding towards one receiving endpoint")                    \
+      "bytes of a busy network flow's ring (a power of two): the most data one sending " \
+      "endpoint may have outstanding towards one receiving endpoint, and four times "    \
+      "the largest message one send takes")                                              \
+    X(net_ring_min, FM_CFG_SIZE, "FM_NET_RING_MIN", "32K", 4096, 1 << 30, NULL,         \
+      "bytes of a new or quiet network flow's ring (a power of two; lowered to "        \
+      "FM_NET_RING_SIZE if above it): a flow starts with it, grows by 4x up to FM_NET_RING_SIZE "   \
+      "while its sender finds it full, and returns to it after a second without sends") \
+    X(net_rx_mem, FM_CFG_SIZE, "FM_NET_RX_MEM", "64M", 0, (1LL << 40), NULL,           \
+      "bound on the bytes of network receive rings a process lets its peers grow "     \
+      "(0: none): beyond it new and quiet flows keep FM_NET_RING_MIN")                   \
     X(net_timeout_ms, FM_CFG_INT, "FM_NET_TIMEOUT_MS", "3000", 50, 3600000, NULL,        \
       "a network peer silent this long is lost (FM_EPEERLOST); idle sessions exchange "  \
       "heartbeats four times per timeout. A dead process is found sooner, by the "       \

@@ -136,8 +136,11 @@ void fm_core_unwatch(fm_ctx *ctx, int fd);
  * (or memory ran out): the link keeps the ring until one opens or drops it.
  */
 fm_ep *fm_core_attach_rx(fm_ctx *ctx, uint32_t channel, struct fm_rx *rx);
-/* The same for a ring of an endpoint the caller owns (refresh). */
+/* The same for a ring of an endpoint the caller owns (refresh), or one
+ * fm_core_ep_on found while the caller holds off that endpoint's close. */
 int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx);
+/* The endpoint open on `channel`, or NULL. */
+fm_ep *fm_core_ep_on(fm_ctx *ctx, uint32_t channel);
 /* Nothing more comes into rx: once read and released, the core detaches
  * it and calls the link's retire. */
 void fm_core_rx_end(struct fm_rx *rx);

@@ -80,6 +80,7 @@ struct fm_txflow {
     uint8_t pinned;          /* an fm_send_prepare grant points into the ring */
     uint32_t end_seq;
     uint32_t live_idx;       /* its place among the session's live flows */
+    uint32_t birth;          /* order of creation in its session (announce_waits) */
     int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */
 };
 
@@ -108,6 +109,7 @@ struct fm_rxflow {
     uint64_t rec_hdr;        /* and its header, stored when complete */
     uint64_t credited;       /* head last sent back as credit */
     void *owner;             /* the core's receiving endpoint, or NULL */
+    struct fm_rxflow *successor; /* the link's: the next flow of its sender, read after it */
     uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */
     uint8_t ended;           /* FLOW_END came: all its data is in the ring, and the core
                                 owns the flow (fm_net_rxflow_free) */
@@ -171,7 +173,9 @@ struct fm_net_params {
     int rank, size;
     uint8_t key[16];         /* the job key */
     uint32_t epoch;          /* this process's incarnation, random, not 0 */
-    uint32_t ring_size;      /* bytes of each flow's ring */
+    uint32_t ring_size;      /* bytes of a busy flow's ring: the largest */
+    uint32_t ring_min;       /* bytes of a new or quiet flow's ring (0: ring_size) */
+    uint64_t rx_mem;         /* bound on receive ring bytes peers may grow (0: none) */
     uint32_t payload;        /* most stream bytes in one DATA packet (a multiple of 8) */
     uint64_t timeout_ns;     /* a peer silent this long is lost */
     uint64_t rto_min_ns, rto_max_ns;
@@ -188,7 +192,9 @@ struct fm_net_params {
 enum fm_net_counter {
     FM_NC_TX_PACKETS, FM_NC_TX_BYTES, FM_NC_RX_PACKETS, FM_NC_RX_BYTES,
     FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_RETX_PROBE, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
-    FM_NC_PEERS_LOST, FM_NC_RAIL_DOWN, FM_NC_RAIL_UP, FM_NC_COUNT
+    FM_NC_PEERS_LOST, FM_NC_RAIL_DOWN, FM_NC_RAIL_UP,
+    FM_NC_RING_RX_BYTES, FM_NC_RING_TX_BYTES, /* gauges: bytes of receive and send rings now */
+    FM_NC_RING_GROWN, FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];
 
@@ -214,6 +220,11 @@ void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f);
 /* The sending endpoint holds (on) or let go of (off) a grant in f's ring:
  * an ended flow keeps its ring while it is pinned. */
 void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on);
+/* The sending endpoint found f's ring full or too small for a send of
+ * `want` bytes: f ends after its data and the next flow on its channels
+ * gets a bigger ring (routes to f resolve again). Returns 0 if the ring
+ * cannot grow. */
+int fm_net_flow_full(struct fm_net *net, struct fm_txflow *f, size_t want);
 
 /* Handles one datagram received on local rail `rail`; returns the drop
  * reason or FM_DROP_NONE. */

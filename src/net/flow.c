@@ -3,6 +3,15 @@
  * ended after their data, freed when acknowledged and let go), and the
  * receiving side's landing rings (bytes laid into place, records published
  * in order, credits). Spare rings of ended flows serve the next ones.
+ *
+ * Ring memory follows use. A flow starts with a small ring (ring_min); one
+ * whose sender found it full, or too small for a message, ends at once and
+ * its successor gets a ring four times larger (or enough for the message),
+ * up to ring_size and to what the receiver allows (ring_max in its ACKs,
+ * from its FM_NET_RX_MEM bound); a large ring unused for RING_IDLE_NS ends,
+ * and the next send gets a small one. The receiver reads a successor only
+ * after its predecessor from the same endpoint is read to its end (the
+ * udp link chains them), so messages keep their order.
  */
 #include "session.h"
 
@@ -16,20 +25,35 @@
  * of ended flows are kept for new ones, which a connection-per-message
  * pattern opens by the thousand, without page faults or clearing.
  */
-static unsigned char *ring_alloc(struct fm_net *net)
+/* A large ring unused this long is replaced by a small one. */
+#define RING_IDLE_NS 1000000000ull
+
+static uint32_t ring_min(const struct fm_net *net)
+{
+    return net->p.ring_min ? net->p.ring_min : net->p.ring_size;
+}
+
+/* Only the smallest rings are kept spare: the ones connection-per-message
+ * patterns open by the thousand; large ones go back to the system. `gauge`
+ * is the counter of receive or send ring bytes. */
+static unsigned char *ring_alloc(struct fm_net *net, uint32_t size, int gauge)
 {
     void *p = NULL;
-    if (net->nspare)
+    if (size == ring_min(net) && net->nspare)
         p = net->spare[--net->nspare];
-    else if (posix_memalign(&p, FM_CACHE_LINE, net->p.ring_size))
+    else if (posix_memalign(&p, FM_CACHE_LINE, size))
         return NULL; /* aligned: header words never straddle cache lines */
     memset(p, 0, FM_REC_HDR);
+    net->nc[gauge] += size;
     return p;
 }
 
-static void ring_free(struct fm_net *net, unsigned char *p)
+static void ring_free(struct fm_net *net, unsigned char *p, uint64_t size, int gauge)
 {
-    if (p && net->nspare < (int)FM_ARRAY_LEN(net->spare))
+    if (!p)
+        return;
+    net->nc[gauge] -= size;
+    if (size == ring_min(net) && net->nspare < (int)FM_ARRAY_LEN(net->spare))
         net->spare[net->nspare++] = p;
     else
         free(p);
@@ -39,8 +63,55 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
 {
     s->txf[f->id] = NULL;
     s->free_ids[s->nfree_ids++] = f->id; /* room: one per slot of txf */
-    ring_free(s->net, f->ring.data);
+    ring_free(s->net, f->ring.data, f->ring.size, FM_NC_RING_TX_BYTES);
     free(f);
+}
+
+/* The largest ring our flows to s may have now: before the peer's first
+ * ACK says, as large as ours. */
+static uint32_t ring_limit(const struct fm_net *net, const struct fm_session *s)
+{
+    uint32_t peer = s->ring_max ? s->ring_max : net->p.ring_size;
+    return FM_MAX(FM_MIN(net->p.ring_size, peer), ring_min(net));
+}
+
+uint32_t fm_flow_ring_max(const struct fm_net *net)
+{
+    uint32_t max = net->p.ring_size;
+    uint64_t used = net->nc[FM_NC_RING_RX_BYTES];
+    while (net->p.rx_mem && max > ring_min(net) && used + max > net->p.rx_mem)
+        max /= 2;
+    return max;
+}
+
+int fm_net_flow_full(struct fm_net *net, struct fm_txflow *f, size_t want)
+{
+    struct fm_session *s = f->s;
+    uint64_t limit = ring_limit(net, s), size = f->ring.size * 4;
+    /* A grant points into the ring until its commit: not ended under it. */
+    if (f->ring.size >= limit || f->pinned || f->ending)
+        return 0;
+    while (size < limit && size < 4 * (uint64_t)want)
+        size *= 2;
+    s->grow_src = f->src_channel;
+    s->grow_dst = f->dst_channel;
+    s->grow_size = (uint32_t)FM_MIN(size, limit);
+    net->nc[FM_NC_RING_GROWN]++;
+    fm_net_flow_end(net, f);
+    return 1;
+}
+
+void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        uint64_t t = __atomic_load_n(&f->t_write, __ATOMIC_RELAXED);
+        if (f->ring.size > ring_min(net) && !f->pinned && !f->ending &&
+            f->ctl.head == f->ctl.tail && now - t > RING_IDLE_NS) {
+            fm_net_flow_end(net, f);
+            i--; /* it may have left the live list */
+        }
+    }
 }
 
 /* The flow is over: freed now, or when the last route lets go of it; its
@@ -56,7 +127,7 @@ void fm_flow_done(struct fm_session *s, struct fm_txflow *f)
     }
     if (f->pinned)
         return; /* the endpoint builds a message in it: freed when unpinned */
-    ring_free(s->net, f->ring.data);
+    ring_free(s->net, f->ring.data, f->ring.size, FM_NC_RING_TX_BYTES);
     f->ring.data = NULL;
 }
 
@@ -64,7 +135,7 @@ void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on)
 {
     f->pinned = (uint8_t)on;
     if (!on && f->done) {
-        ring_free(net, f->ring.data);
+        ring_free(net, f->ring.data, f->ring.size, FM_NC_RING_TX_BYTES);
         f->ring.data = NULL;
     }
 }
@@ -78,7 +149,7 @@ void fm_net_flow_put(struct fm_net *net, struct fm_txflow *f)
 
 void fm_net_rxflow_free(struct fm_rxflow *f)
 {
-    ring_free(f->s->net, f->ring.data);
+    ring_free(f->s->net, f->ring.data, f->ring.size, FM_NC_RING_RX_BYTES);
     free(f);
 }
 
@@ -149,20 +220,26 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
         }
         s->txf_cap = cap;
     }
+    uint32_t size = ring_min(net);
+    if (s->grow_size && s->grow_src == src_channel && s->grow_dst == dst_channel) {
+        size = s->grow_size; /* the successor of a flow that grew */
+        s->grow_size = 0;
+    }
     struct fm_txflow *f = calloc(1, sizeof(*f));
-    unsigned char *data = ring_alloc(net);
+    unsigned char *data = ring_alloc(net, size, FM_NC_RING_TX_BYTES);
     if (!f || !data) {
         free(f);
-        ring_free(net, data);
+        ring_free(net, data, size, FM_NC_RING_TX_BYTES);
         return FM_ENOMEM;
     }
-    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = net->p.ring_size};
+    f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = size};
     f->s = s;
     f->id = s->free_ids[--s->nfree_ids];
     f->src_channel = src_channel;
     f->dst_channel = dst_channel;
     f->gen = 1;
     f->refs = 1;
+    f->birth = s->births++;
     s->txf[f->id] = f;
     f->live_idx = s->nlive;
     s->live[s->nlive++] = f;
@@ -200,13 +277,13 @@ struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
     }
     if (s->rxf[w->flow])
         return NULL; /* a flow id is announced once */
-    if (w->ring_size != net->p.ring_size)
-        return NULL; /* every process of a job uses the same FM_NET_RING_SIZE */
+    if (w->ring_size > net->p.ring_size)
+        return NULL; /* more than our FM_NET_RING_SIZE: never granted */
     struct fm_rxflow *f = calloc(1, sizeof(*f));
-    unsigned char *data = ring_alloc(net);
+    unsigned char *data = ring_alloc(net, w->ring_size, FM_NC_RING_RX_BYTES);
     if (!f || !data) {
         free(f);
-        ring_free(net, data);
+        ring_free(net, data, w->ring_size, FM_NC_RING_RX_BYTES);
         return NULL;
     }
     f->ring = (struct fm_ring){.ctl = &f->ctl, .data = data, .size = w->ring_size};

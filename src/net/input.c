@@ -228,6 +228,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         struct fm_wire_sack sack[FM_WIRE_SACK_MAX];
         memcpy(sack, pl + sizeof(a) + credits, sizeof(sack[0]) * a.nsack);
         s->grant = a.grant;
+        s->ring_max = a.ring_max;
         fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);

@@ -191,6 +191,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     a->ncredit = (uint16_t)n;
     a->nsack = (uint16_t)nsack;
     a->grant = s->grant_given = fm_budget_grant(net);
+    a->ring_max = fm_flow_ring_max(net);
     a->rails_busy = net->rails_busy;
     memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
     memcpy(p->sub.ack.tail + sizeof(credit[0]) * (size_t)n, sack,
@@ -249,21 +250,38 @@ static int status_query(struct fm_net *net, struct fm_session *s, struct fm_pkt_
     return 1;
 }
 
-/* New flows and new data, round-robin over the flows, and the ends of
- * flows whose data has all gone. */
-static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
-                    int flush, uint64_t now)
+/* Whether an earlier flow of f's channels is still to be announced: the
+ * receiver reads a sender's flows in the order their FLOW packets came. */
+static int announce_waits(const struct fm_session *s, const struct fm_txflow *f)
 {
-    int n = 0;
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        const struct fm_txflow *g = s->live[i];
+        if (!g->announced && g->src_channel == f->src_channel &&
+            g->dst_channel == f->dst_channel && (int32_t)(g->birth - f->birth) < 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* One pass of new_data over the live flows, from pkts[n]; returns the new
+ * n. *waited: a flow waited for an earlier one; *announced: a FLOW went. */
+static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                         int n, int max, int flush, uint64_t now, int *waited, int *announced)
+{
     uint32_t nlive = s->nlive;
     for (uint32_t k = 0; k < nlive && n < max && window_open(net, s); k++) {
         struct fm_txflow *f = s->live[(s->next_live + k) % nlive];
         if (f->end_sent)
             continue;
         if (!f->announced) {
+            if (announce_waits(s, f)) {
+                *waited = 1;
+                continue;
+            }
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
             emit(net, s, q, &pkts[n++], now);
             f->announced = 1;
+            *announced = 1;
         }
         scan_complete(f, f->ring.size);
         while (n < max && window_open(net, s) && f->complete > f->sent) {
@@ -287,6 +305,20 @@ static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out 
             emit(net, s, f->end_seq, &pkts[n++], now);
             f->end_sent = 1;
         }
+    }
+    return n;
+}
+
+/* New flows and new data, round-robin over the flows, and the ends of
+ * flows whose data has all gone. A pass repeats while a flow waited for an
+ * earlier one that the pass announced. */
+static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
+                    int flush, uint64_t now)
+{
+    int n = 0, waited = 1, announced = 1;
+    while (waited && announced && n < max) {
+        waited = announced = 0;
+        n = new_data_pass(net, s, pkts, n, max, flush, now, &waited, &announced);
     }
     return n;
 }

@@ -251,6 +251,7 @@ void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
         fm_rail_check(net, s, now);
     fm_loss_timers(net, s, now);
     fm_flow_credit_check(net, s, now);
+    fm_flow_idle_check(net, s, now);
     uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
     if (now - s->t_last_tx >= ping_every || (s->unacked && now >= s->t_ack_due) ||
         s->credit_due)

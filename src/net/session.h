@@ -108,6 +108,9 @@ struct fm_session {
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
     uint32_t grant_given;  /* the grant our last ACK gave the peer */
     uint64_t active_epoch; /* budget.c: the last epoch in which the peer sent DATA */
+    uint32_t ring_max;     /* the largest ring the peer lets our flows grow to */
+    uint32_t grow_src, grow_dst, grow_size; /* a flow that grew: its successor's ring */
+    uint32_t births;       /* flows created, for their order */
 
     /* transmit */
     uint32_t snd_nxt, snd_una;
@@ -158,7 +161,7 @@ struct fm_net {
     int ngathering, gathering_cap;
     uint64_t next_timer;
     uint64_t t_last_output; /* when fm_net_output last ran */
-    unsigned char *spare[16]; /* rings of ended flows, for the next ones */
+    unsigned char *spare[16]; /* smallest rings of ended flows, for the next ones */
     int nspare;
     uint64_t rng;
     uint32_t rails_busy;    /* bit r: our receive queue on rail r is busy */
@@ -288,6 +291,10 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
                              const unsigned char *b, size_t len);
 /* Asks the peer again for credit it may have sent and lost. */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* Large rings of s's flows unused for a while make way for small ones. */
+void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* The largest ring our ACKs let a peer's new flows have (FM_NET_RX_MEM). */
+uint32_t fm_flow_ring_max(const struct fm_net *net);
 
 /* session.c */
 /* The session with peer `rank`, made on first contact; NULL if it cannot be. */

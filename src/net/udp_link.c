@@ -62,6 +62,9 @@ struct udp_rx {
     struct fm_rx rx;
     fm_ep *ep;
     struct udp_rx *next, **pprev;
+    /* Later flows of the same sending endpoint (rings that grew or shrank),
+     * chained by successor: each is read after the one before it ends. */
+    struct fm_rxflow *waiting;
 };
 
 /* What an endpoint has here: the rings of the flows it receives. */
@@ -223,35 +226,83 @@ static void *progress_thread(void *arg)
 
 /* ---- upcalls from the engine (the link's lock held) ---------------------------- */
 
-/* Offers a flow's ring to the endpoint open on its channel; without one,
- * the flow is parked until the channel opens, like a ULFM port's
- * unexpected messages. */
-static void offer(struct udp_link *nl, struct fm_rxflow *f)
+/* Flows nobody will read: the ended ones are ours to free, the others are
+ * orphaned (their senders told to stop). */
+static void drop_chain(struct udp_link *nl, struct fm_rxflow *f)
+{
+    while (f) {
+        struct fm_rxflow *next = f->successor;
+        f->successor = NULL;
+        f->owner = NULL;
+        if (f->ended)
+            fm_net_rxflow_free(f);
+        else
+            fm_net_orphan(nl->engine, f);
+        f = next;
+    }
+}
+
+/* Gives f's ring to ep (which cannot close while we hold the lock: its
+ * ep_close takes it). Returns 0 or FM_ENOMEM. */
+static int attach(fm_ep *ep, struct fm_rxflow *f)
 {
     struct udp_rx *u = calloc(1, sizeof(*u));
-    if (u) {
-        u->rx.ring = f->ring;
-        u->rx.link = &fm_udp_link;
-        u->rx.link_rx = f;
-        u->rx.src_rank = f->src_rank;
-        u->rx.src = fm_addr_make(f->src_rank, f->src_channel);
-        u->rx.ended = __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE);
-        u->ep = fm_core_attach_rx(nl->ctx, f->dst_channel, &u->rx);
-        if (u->ep) {
-            /* The endpoint cannot close before we let go of the lock: its
-             * ep_close takes it. */
-            struct udp_ep *ue = fm_core_ep_state(u->ep, &fm_udp_link);
-            u->next = ue->rings;
-            u->pprev = &ue->rings;
-            if (ue->rings)
-                ue->rings->pprev = &u->next;
-            ue->rings = u;
-            f->owner = u;
+    if (!u)
+        return FM_ENOMEM;
+    u->rx.ring = f->ring;
+    u->rx.link = &fm_udp_link;
+    u->rx.link_rx = f;
+    u->rx.src_rank = f->src_rank;
+    u->rx.src = fm_addr_make(f->src_rank, f->src_channel);
+    u->rx.ended = __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE);
+    if (fm_core_ep_attach_rx(ep, &u->rx) != 0) {
+        free(u);
+        return FM_ENOMEM;
+    }
+    u->ep = ep;
+    u->waiting = f->successor;
+    f->successor = NULL;
+    struct udp_ep *ue = fm_core_ep_state(ep, &fm_udp_link);
+    u->next = ue->rings;
+    u->pprev = &ue->rings;
+    if (ue->rings)
+        ue->rings->pprev = &u->next;
+    ue->rings = u;
+    f->owner = u;
+    return 0;
+}
+
+/* Where a flow from the same sending endpoint as f, still read by ue,
+ * keeps its successor, or NULL. */
+static struct fm_rxflow **predecessor(struct udp_ep *ue, const struct fm_rxflow *f)
+{
+    fm_addr src = fm_addr_make(f->src_rank, f->src_channel);
+    for (struct udp_rx *u = ue->rings; u; u = u->next)
+        if (u->rx.src == src && u->rx.src_rank == f->src_rank) {
+            struct fm_rxflow **p = &u->waiting;
+            while (*p)
+                p = &(*p)->successor;
+            return p;
+        }
+    return NULL;
+}
+
+/* Offers a flow's ring to the endpoint open on its channel, after the flows
+ * of the same sender it holds; without one, the flow is parked until the
+ * channel opens, like a ULFM port's unexpected messages. */
+static void offer(struct udp_link *nl, struct fm_rxflow *f)
+{
+    f->owner = NULL;
+    fm_ep *ep = fm_core_ep_on(nl->ctx, f->dst_channel);
+    if (ep) {
+        struct fm_rxflow **after = predecessor(fm_core_ep_state(ep, &fm_udp_link), f);
+        if (after) {
+            *after = f; /* read once the ones before it are */
             return;
         }
-        free(u);
+        if (attach(ep, f) == 0)
+            return;
     }
-    f->owner = NULL;
     if (nl->nparked == nl->parked_cap) {
         int cap = nl->parked_cap ? nl->parked_cap * 2 : 8;
         struct fm_rxflow **a = realloc(nl->parked, sizeof(*a) * (size_t)cap);
@@ -442,11 +493,8 @@ static void udp_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     for (struct udp_rx *u = ue->rings, *next; u; u = next) {
         next = u->next;
         struct fm_rxflow *f = u->rx.link_rx;
-        f->owner = NULL;
-        if (f->ended)
-            fm_net_rxflow_free(f);
-        else
-            fm_net_orphan(nl->engine, f);
+        f->successor = u->waiting;
+        drop_chain(nl, f);
         free(u);
     }
     pthread_mutex_unlock(&nl->lock);
@@ -464,6 +512,10 @@ static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
     if (u->next)
         u->next->pprev = u->pprev;
     fm_net_rxflow_free(rx->link_rx); /* its ring goes back to the engine's spares */
+    if (u->waiting && attach(u->ep, u->waiting) != 0)
+        drop_chain(nl, u->waiting);
+    else if (u->waiting)
+        fm_core_wake(u->ep); /* it may hold messages already */
     pthread_mutex_unlock(&nl->lock);
     free(u);
 }
@@ -506,13 +558,37 @@ static void kick(struct udp_link *nl, struct fm_txflow *f, fm_ctx *ctx)
     output(nl, 0, fm_now_ns());
 }
 
+/*
+ * Room in the flow's ring for a send of `len` bytes (contiguous in *buf for
+ * a grant), or -1. A flow's ring starts small: a message larger than a
+ * quarter of it goes whole into a bigger ring instead of in parts (the
+ * route resolves again, to the successor flow), and a full ring makes way
+ * for a bigger one. Only a ring that cannot grow (FM_NET_RING_SIZE, the
+ * receiver's FM_NET_RX_MEM, a pending grant) takes parts of a quarter of
+ * itself.
+ */
+static int64_t take(struct udp_link *nl, struct fm_route *rt, size_t len, void **buf)
+{
+    size_t whole = FM_MIN(len, rt->max_msg), max = rt->max_msg;
+    if (whole > rt->ring.size / 4) {
+        if (fm_net_flow_full(nl->engine, rt->link_rt, whole))
+            return -1;
+        max = rt->ring.size / 4;
+    }
+    int64_t n = buf ? fm_ring_take_grant(&rt->ring, len, max, buf)
+                    : fm_ring_take(&rt->ring, len, max);
+    if (n < 0)
+        fm_net_flow_full(nl->engine, rt->link_rt, whole);
+    return n;
+}
+
 static ssize_t udp_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
                         size_t total)
 {
     fm_ctx *ctx = fm_core_ep_ctx(ep);
     struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
     pthread_mutex_lock(&nl->lock);
-    int64_t n = route_current(rt) ? fm_ring_take(&rt->ring, total, rt->max_msg) : -1;
+    int64_t n = route_current(rt) ? take(nl, rt, total, NULL) : -1;
     if (n >= 0) {
         fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
         kick(nl, rt->link_rt, ctx);
@@ -527,7 +603,7 @@ static ssize_t udp_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
 {
     struct udp_link *nl = fm_core_link_state(fm_core_ep_ctx(ep), &fm_udp_link);
     pthread_mutex_lock(&nl->lock);
-    int64_t n = route_current(rt) ? fm_ring_take_grant(&rt->ring, len, rt->max_msg, buf) : -1;
+    int64_t n = route_current(rt) ? take(nl, rt, len, buf) : -1;
     if (n >= 0)
         fm_net_flow_pin(nl->engine, rt->link_rt, 1);
     pthread_mutex_unlock(&nl->lock);
@@ -709,6 +785,8 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         .rank = fm_core_rank(ctx),
         .size = fm_core_size(ctx),
         .ring_size = (uint32_t)cfg->net_ring_size,
+        .ring_min = (uint32_t)cfg->net_ring_min,
+        .rx_mem = (uint64_t)cfg->net_rx_mem,
         .payload = min_payload(nl),
         .nrails = nl->nrails,
         .rail_policy = (enum fm_rail_policy)cfg->rail_policy,
@@ -884,11 +962,18 @@ static void udp_info(const struct fm_config *cfg, FILE *out)
 
 static void udp_info_limits(const struct fm_config *cfg, FILE *out)
 {
-    fprintf(out, "  largest message per send (udp)  %lld bytes (FM_NET_RING_SIZE / 4)\n",
-            (long long)cfg->net_ring_size / 4);
+    long long min = cfg->net_ring_min, max = cfg->net_ring_size, bound = cfg->net_rx_mem;
+    fprintf(out, "  largest message per send (udp)  %lld bytes (FM_NET_RING_SIZE / 4; a "
+                 "quarter of the flow's ring until it grew)\n", max / 4);
     fprintf(out,
-            "  ring per network flow (udp)     %lld bytes (FM_NET_RING_SIZE), on both sides\n",
-            (long long)cfg->net_ring_size);
+            "  ring per network flow (udp)     %lld bytes (FM_NET_RING_MIN) to %lld "
+            "(FM_NET_RING_SIZE), on both sides; a flow grows 4x when its sender finds the "
+            "ring full, and shrinks after 1 s unused\n", min, max);
+    fprintf(out,
+            "  receive memory (udp)            about flows x %lld + busy flows x %lld bytes, "
+            "growth stopped at %lld bytes (FM_NET_RX_MEM%s); e.g. 1000 peers, 8 busy: "
+            "%.1f MiB\n", min, max - min, bound, bound ? "" : "=0: none",
+            (1000.0 * (double)min + 8.0 * (double)(max - min)) / 1048576.0);
 }
 
 const struct fm_link fm_udp_link = {

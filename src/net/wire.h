@@ -129,7 +129,7 @@ struct fm_wire_ack {
     uint16_t ncredit;    /* credits that follow */
     uint16_t nsack;      /* selective acknowledgements after them, at most FM_WIRE_SACK_MAX */
     uint32_t grant;      /* bytes the sender may have in flight to us; 0: no limit */
-    uint32_t reserved;   /* 0 */
+    uint32_t ring_max;   /* the largest ring the sender's next flows to us may have */
     /* struct fm_wire_credit credit[ncredit]; */
     /* struct fm_wire_sack sack[nsack]; */
 };
