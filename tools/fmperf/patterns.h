@@ -66,4 +66,18 @@ void pat_mcast(struct job *j, fm_ep *ep, void *buf, size_t size, long iters,
 void pat_multiplex(struct xport *x, struct job *j, const int (*pairs)[2], void *buf, size_t size,
                    long iters, int window, struct figure out[2]);
 
+/* incast: ranks 1..N-2 each stream windows of `size`-byte messages into
+ * rank 0, acknowledged per window as in bw, for `seconds`; the last rank, the
+ * victim, meanwhile ping-pongs 8 bytes with rank 0. Figures of rank 0 over
+ * the measured interval (after a warmup): */
+struct incast_result {
+    double goodput;       /* MB/s of all senders together */
+    double min, max;      /* MB/s of the slowest and of the fastest sender */
+    double jain;          /* Jain's fairness index over the senders' MB/s */
+    struct figure victim; /* the victim's one-way latency (round trip / 2), us */
+    long pings;           /* round trips the victim measured */
+};
+void pat_incast(struct xport *x, struct job *j, void *buf, size_t size, int window,
+                double seconds, struct incast_result *out);
+
 #endif
