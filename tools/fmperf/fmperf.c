@@ -69,7 +69,7 @@ struct opts {
     int in_place;
     int opposite; /* multiplex: the second pair streams the other way */
     double seconds; /* incast: how long the senders stream */
-    const char *trace; /* bw: per-window trace file (rank 0) */
+    const char *trace; /* bw: per-window trace file; incast: measured intervals (rank 0) */
     const char *peer;
     const char *label;
     const char *name_file; /* joined by name through this file, not by a launcher */
@@ -124,7 +124,8 @@ static void usage(FILE *f)
             "  --names        connect: rank 1's server publishes {0x4e414d45, 1} and each\n"
             "                 exchange finds it with fm_name_lookup instead of by rank\n"
             "  --trace FILE   bw: rank 0 writes each window's end time (ns, CLOCK_REALTIME)\n"
-            "                 and MB/s to FILE\n"
+            "                 and MB/s to FILE; incast: the times each transport's measured\n"
+            "                 interval begins and ends (\"NS TRANSPORT measure|end\")\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
             "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
             "  --name-file PATH  join two programs started by hand, without a launcher, by\n"

@@ -578,6 +578,19 @@ static void incast_ping(struct xport *x, struct job *j)
     job_ctl_send(j, 0, &r, sizeof(r));
 }
 
+/* With --trace: when the measured interval of a transport begins and ends
+ * (ns of CLOCK_REALTIME), to match samples of a port's queue to it. */
+static void incast_trace(const struct xport *x, const char *what)
+{
+    if (!pat_trace)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    fprintf(pat_trace, "%lld %s %s\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+            x->name, what);
+    fflush(pat_trace);
+}
+
 /* Rank 0's figures from the bytes each sender had delivered when the
  * measurement began and ended, dt us apart (the victim is not a sender). */
 static void incast_figures(const uint64_t *from, const uint64_t *to, int senders, double dt,
@@ -619,11 +632,13 @@ static void incast_receive(struct xport *x, struct job *j, void *buf, size_t siz
             memcpy(at_warm, got, sizeof(uint64_t) * (size_t)n);
             t_warm = t;
             phase = INCAST_MEASURE;
+            incast_trace(x, "measure");
         }
         if (phase == INCAST_MEASURE && t - start >= seconds * 1e6) {
             memcpy(at_end, got, sizeof(uint64_t) * (size_t)n);
             t_end = t;
             phase = INCAST_STOP;
+            incast_trace(x, "end");
         }
         if (got_n == 0) {
             if (t - last > INCAST_SILENCE_S * 1e6) {

@@ -8,7 +8,9 @@
 #include <stdio.h>
 
 /* bw: where rank 0 writes a line per window ("end time in ns of
- * CLOCK_REALTIME, MB/s"), to follow a transfer through an event; or NULL. */
+ * CLOCK_REALTIME, MB/s"), to follow a transfer through an event; incast: a
+ * line where each transport's measured interval begins and ends ("ns
+ * transport measure|end"); or NULL. */
 extern FILE *pat_trace;
 
 /* A figure with its spread: the median and the 99th percentile. */
