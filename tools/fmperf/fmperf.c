@@ -113,7 +113,7 @@ static void usage(FILE *f)
             "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
             "  --iters N      iterations per size (default: scaled by size); names-lookup:\n"
             "                 lookups of each kind per count of names (default 1000000)\n"
-            "  --window W     messages in flight for bw (default 64)\n"
+            "  --window W     messages in flight for bw and each incast sender (default 64)\n"
             "  --windows LIST windows for sweep (default 1,4,16,64)\n"
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
@@ -768,7 +768,7 @@ static void report_incast(const struct opts *o, const struct job *j, size_t size
     }
     /* The shares' extremes, for the eye. */
     snprintf(v, sizeof(v), "%.1f-%.1f MB/s", fm->min, fm->max);
-    printf("%10s  %-10s  %18s", sz, "senders", v);
+    printf("%10s  %-10s  %18s", sz, "min-max", v);
     if (peer) {
         snprintf(v, sizeof(v), "%.1f-%.1f MB/s", peer->min, peer->max);
         printf("  %18s", v);
@@ -818,7 +818,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmperf: --name-file joins programs started by hand, not by fmrun\n");
         return 2;
     }
-    int need = o.test == T_MULTIPLEX ? 4 : o.test == T_NAMES_LOOKUP ? 1 : o.test == T_INCAST ? 3 : 2;
+    int need = o.test == T_MULTIPLEX ? 4
+               : o.test == T_INCAST  ? 3
+               : o.test == T_NAMES_LOOKUP ? 1
+                                          : 2;
     if (!o.name_file && j.size < need) {
         fprintf(stderr, "fmperf: needs at least %d ranks: fmrun -n %d fmperf %s\n", need, need,
                 test_names[o.test]);
