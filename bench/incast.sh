@@ -57,6 +57,7 @@ DATA=10.98.0                              # data /24, inside the namespaces only
 RATE=1gbit
 export FM_RAILS=$DATA.0/24
 made=()     # namespaces to remove
+failed=0    # runs that failed: the exit status
 sampler=""  # the queue sampler's pid
 tmp=$(mktemp -d /tmp/fmincast.XXXXXX)
 
@@ -127,7 +128,8 @@ sample() {
 port_stats() {
   python3 - "$tmp/trace" "$tmp/samples" "$1" "$2" "$size" <<'EOF'
 import json, sys
-trace, samples, senders, rnd, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+trace, samples = sys.argv[1], sys.argv[2]
+senders, rnd, size = (int(a) for a in sys.argv[3:6])
 s = []
 for line in open(samples):
     t, _, js = line.partition(" ")
@@ -186,7 +188,10 @@ for n in $senders; do
     wait "$sampler" 2>/dev/null
     sampler=""
     [ "$rc" -eq 124 ] && log "fmperf incast with $n senders timed out"
-    [ "$rc" -eq 0 ] || log "fmperf incast with $n senders failed (exit $rc)"
+    if [ "$rc" -ne 0 ]; then
+      log "fmperf incast with $n senders failed (exit $rc)"
+      failed=$((failed + 1))
+    fi
     port_stats "$n" "$r"
     log "port after the run (fastmsg and tcp together): $(tc -s -n "$SW" qdisc show dev r |
       tr -s ' \n' ' ')"
@@ -197,5 +202,6 @@ for n in $senders; do
     ip netns del "$ns"
   done
   made=()
-  ip link del "${P}m" 2>/dev/null
+  ip link del "${P}m" 2>/dev/null # gone with the switch already, as a rule
 done
+exit $((failed > 0))

@@ -807,6 +807,14 @@ int main(int argc, char **argv)
     struct opts o;
     parse_opts(argc, argv, &o);
     struct job j = {0};
+    /* incast's kernel run leaves fastmsg silent for --seconds and the stop,
+     * longer than FM_NET_TIMEOUT_MS's default (3 s): no rank may declare
+     * another lost meanwhile. */
+    if (o.test == T_INCAST && o.peer && !getenv("FM_NET_TIMEOUT_MS")) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.0f", o.seconds * 2000 + 30000);
+        setenv("FM_NET_TIMEOUT_MS", ms, 1);
+    }
     int rc = fm_init(&j.ctx);
     if (rc) {
         fprintf(stderr, "fmperf: fm_init: %s\n", fm_strerror(rc));
