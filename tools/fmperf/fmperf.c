@@ -7,6 +7,7 @@
  * addresses (fm_name_*): lookup, events, multicast.
  *
  *   fmrun -n 2 fmperf latency --peer tcp
+ *   fmrun -n 10 fmperf incast --peer tcp      (8 senders, a ping-pong beside)
  *   fmperf latency --name-file /tmp/fm.name --side 0 &
  *   fmperf latency --name-file /tmp/fm.name --side 1
  *   fmperf names-lookup
@@ -24,15 +25,17 @@
 
 enum test {
     T_LATENCY, T_BW, T_MSGRATE, T_RING, T_IDLE, T_CONNECT, T_SWEEP, T_MULTIPLEX, T_RAILS,
-    T_NAMES_LOOKUP, T_NAMES_EVENT, T_MCAST
+    T_NAMES_LOOKUP, T_NAMES_EVENT, T_MCAST, T_INCAST
 };
 static const char *const test_names[] = {"latency", "bw",           "msgrate",     "ring",
                                          "idle",    "connect",      "sweep",       "multiplex",
-                                         "rails",   "names-lookup", "names-event", "mcast"};
+                                         "rails",   "names-lookup", "names-event", "mcast",
+                                         "incast"};
 static const char *const units[] = {"us",   "MB/s", "Mmsg/s", "us", "%cpu", "us",
-                                    "MB/s", "MB/s", "-",      "ns", "us",   "us"};
+                                    "MB/s", "MB/s", "-",      "ns", "us",   "us",
+                                    "MB/s"};
 /* Lower is better for times, higher for rates. */
-static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1};
+static const int lower_better[] = {1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0};
 /* The names tests: a row holds a figure per op, and is for a count of
  * names, a message size, or nothing. */
 static const struct {
@@ -43,6 +46,7 @@ static const struct {
     [T_NAMES_LOOKUP] = {"pubs", 3, {"lookup-hit", "lookup-miss", "lookup-all"}},
     [T_NAMES_EVENT] = {NULL, 2, {"published", "withdrawn"}},
     [T_MCAST] = {"size", 2, {"mcast", "sends"}},
+    [T_INCAST] = {NULL, 0, {NULL}},
 };
 /* multiplex: ranks 0 and 1 on one host, 2 and 3 on the other (fmrun --hosts
  * places blocks); the second pair streams the same way or back. */
@@ -64,7 +68,8 @@ struct opts {
     int reps;
     int in_place;
     int opposite; /* multiplex: the second pair streams the other way */
-    const char *trace; /* bw: per-window trace file (rank 0) */
+    double seconds; /* incast: how long the senders stream */
+    const char *trace; /* bw: per-window trace file; incast: measured intervals (rank 0) */
     const char *peer;
     const char *label;
     const char *name_file; /* joined by name through this file, not by a launcher */
@@ -97,21 +102,30 @@ static void usage(FILE *f)
             "               to: time from the call to the event; both on one kernel\n"
             "      mcast    ranks 1..N each publish a name (fmrun -n N+1); rank 0's time of\n"
             "               one fm_name_mcast to them against N fm_send calls (to 64 KiB)\n"
+            "      incast   ranks 1..N-2 stream windows (--window) of --sizes messages (default\n"
+            "               64 KiB) into rank 0 for --seconds, each acknowledged per window,\n"
+            "               while rank N-1 ping-pongs 8 B with rank 0 (fmrun -n N, N >= 3):\n"
+            "               total goodput, Jain's fairness index and min/max share of the\n"
+            "               senders, the ping-pong's p50 and p99 one-way latency; the first\n"
+            "               fifth (at most 1 s) is warmup. --peer tcp only. Through a shaped\n"
+            "               port in namespaces: bench/incast.sh\n"
             "options:\n"
             "  --sizes LIST   bytes, comma-separated, K/M suffixes (default per test)\n"
             "  --iters N      iterations per size (default: scaled by size); names-lookup:\n"
             "                 lookups of each kind per count of names (default 1000000)\n"
-            "  --window W     messages in flight for bw (default 64)\n"
+            "  --window W     messages in flight for bw and each incast sender (default 64)\n"
             "  --windows LIST windows for sweep (default 1,4,16,64)\n"
             "  --reps R       repetitions for msgrate and ring (default 5)\n"
             "  --in-place     receiver reads data where it lies instead of copying it\n"
             "  --opposite     multiplex: the second pair streams in the other direction\n"
+            "  --seconds S    incast: how long the senders stream (default 3)\n"
             "  --pubs LIST    names-lookup: counts of names, ascending (default 1,1000,100000;\n"
             "                 they are published one by one through the node agent)\n"
             "  --names        connect: rank 1's server publishes {0x4e414d45, 1} and each\n"
             "                 exchange finds it with fm_name_lookup instead of by rank\n"
             "  --trace FILE   bw: rank 0 writes each window's end time (ns, CLOCK_REALTIME)\n"
-            "                 and MB/s to FILE\n"
+            "                 and MB/s to FILE; incast: the times each transport's measured\n"
+            "                 interval begins and ends (\"NS TRANSPORT measure|end\")\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
             "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
             "  --name-file PATH  join two programs started by hand, without a launcher, by\n"
@@ -176,6 +190,7 @@ static void default_sizes(struct opts *o)
         break;
     }
     case T_MULTIPLEX: o->sizes[o->nsizes++] = 1 << 20; break;
+    case T_INCAST: o->sizes[o->nsizes++] = 64 << 10; break;
     case T_RAILS: {
         static const size_t r[] = {8, 65536, 1 << 20};
         for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
@@ -207,10 +222,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"windows", required_argument, NULL, 'W'}, {"opposite", no_argument, NULL, 'o'},
         {"trace", required_argument, NULL, 't'}, {"name-file", required_argument, NULL, 'n'},
         {"side", required_argument, NULL, 'S'}, {"pubs", required_argument, NULL, 'u'},
-        {"names", no_argument, NULL, 'N'},
+        {"names", no_argument, NULL, 'N'},      {"seconds", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.window = 64, .reps = 5, .side = -1};
+    *o = (struct opts){.window = 64, .reps = 5, .side = -1, .seconds = 3};
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             usage(stdout);
@@ -226,7 +241,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         }
     if (!found)
         die_usage("unknown test (latency, bw, msgrate, ring, idle, connect, sweep, multiplex, "
-                  "rails, names-lookup, names-event, mcast)",
+                  "rails, names-lookup, names-event, mcast, incast)",
                   argv[1]);
     optind = 2;
     int c;
@@ -271,6 +286,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
                     die_usage("--pubs takes ascending counts from 1 to 16M", optarg);
             break;
         case 'N': o->by_name = 1; break;
+        case 'T':
+            o->seconds = strtod(optarg, &end);
+            if (*end || !(o->seconds >= 0.1 && o->seconds <= 3600))
+                die_usage("--seconds needs a time from 0.1 to 3600", optarg);
+            break;
         case 'p': o->in_place = 1; break;
         case 'o': o->opposite = 1; break;
         case 't': o->trace = optarg; break;
@@ -298,6 +318,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         die_usage("--name-file and --side go together", NULL);
     if (o->name_file && o->test == T_MULTIPLEX)
         die_usage("multiplex needs 4 ranks: run it under fmrun, not --name-file", NULL);
+    if (o->name_file && o->test == T_INCAST)
+        die_usage("incast needs 3 ranks or more: run it under fmrun, not --name-file", NULL);
+    if (o->test == T_INCAST && o->peer && strcmp(o->peer, "udp") == 0)
+        die_usage("incast compares with stream sockets: --peer tcp or mptcp", NULL);
     if (o->name_file && o->test == T_NAMES_LOOKUP)
         die_usage("names-lookup is one program: run it alone, without --name-file", NULL);
     if (o->by_name && o->test != T_CONNECT)
@@ -369,7 +393,7 @@ static int has_p99(enum test t) { return t == T_LATENCY || t == T_CONNECT; }
 
 static int ranks_of(const struct opts *o, const struct job *j)
 {
-    if (o->test == T_RING || o->test == T_MCAST)
+    if (o->test == T_RING || o->test == T_MCAST || o->test == T_INCAST)
         return j->size;
     return o->test == T_MULTIPLEX ? 4 : o->test == T_NAMES_LOOKUP ? 1 : 2;
 }
@@ -395,6 +419,21 @@ static void names_header(const struct opts *o, const struct job *j)
     printf("\n");
 }
 
+/* incast: who does what, then a row per metric. */
+static void incast_header(const struct opts *o, const struct job *j)
+{
+    double warm = o->seconds / 5 < 1 ? o->seconds / 5 : 1;
+    printf("# %d ranks: rank 0 receives; ranks 1..%d send, %d messages in flight each; rank %d "
+           "ping-pongs 8 B\n", j->size, j->size - 2, o->window, j->size - 1);
+    printf("# %.1f s, of which the first %.2f s are not counted; %s receiver%s%s; vs peer > 1: "
+           "fastmsg better\n", o->seconds, warm, o->in_place ? "in-place" : "copying",
+           o->peer ? ", peer: kernel " : "", o->peer ? o->peer : "");
+    printf("%10s  %-10s  %18s", "size", "metric", o->label);
+    if (o->peer)
+        printf("  %18s  %10s", o->peer, "vs peer");
+    printf("\n");
+}
+
 static void print_header(const struct opts *o, const struct job *j)
 {
     if (o->out == OUT_JSON)
@@ -403,6 +442,10 @@ static void print_header(const struct opts *o, const struct job *j)
         const char *key = names_row[o->test].key;
         printf("test,transport,op,%s%svalue,unit,p99,iters,ranks\n", key ? key : "",
                key ? "," : "");
+        return;
+    }
+    if (o->out == OUT_CSV && o->test == T_INCAST) {
+        printf("test,transport,peer,size,senders,metric,value,unit,seconds,window,ranks,recv\n");
         return;
     }
     if (o->out == OUT_CSV) {
@@ -422,10 +465,15 @@ static void print_header(const struct opts *o, const struct job *j)
         "ns per fm_name_lookup (hit, miss) and fm_name_lookup_all, median and p99 of batches",
         "time from fm_name_publish (withdraw) on rank 1 to the event on rank 0",
         "time of one fm_name_mcast to N publishers and of N fm_send calls to them",
+        "N senders streaming into one receiver, beside a ping-pong with it",
     };
     printf("# fmperf %s: %s\n", test_names[o->test], what[o->test]);
     if (names_row[o->test].nops) {
         names_header(o, j);
+        return;
+    }
+    if (o->test == T_INCAST) {
+        incast_header(o, j);
         return;
     }
     printf("# %d %s, %s receiver%s%s%s\n", ranks_of(o, j),
@@ -643,6 +691,104 @@ static void run_multiplex(const struct opts *o, struct job *j, struct xport *fm,
     }
 }
 
+/* incast's metrics: the names a report script picks rows by. */
+enum { IM_GOODPUT, IM_FAIRNESS, IM_MINMAX, IM_P50, IM_P99, IM_COUNT };
+static const struct {
+    const char *name, *unit;
+    int lower_better;
+} incast_metric[IM_COUNT] = {
+    {"goodput", "MB/s", 0},  {"fairness", "jain", 0},   {"minmax", "min/max", 0},
+    {"victim_p50", "us", 1}, {"victim_p99", "us", 1},
+};
+
+static double incast_value(const struct incast_result *r, int m)
+{
+    switch (m) {
+    case IM_GOODPUT: return r->goodput;
+    case IM_FAIRNESS: return r->jain;
+    case IM_MINMAX: return r->max > 0 ? r->min / r->max : 0;
+    case IM_P50: return r->victim.median;
+    default: return r->victim.p99;
+    }
+}
+
+/* One metric of one transport as a JSON or CSV line; peer is NULL for
+ * fastmsg's (JSON null: every row has the key). */
+static void incast_line(const struct opts *o, const struct job *j, const char *transport,
+                        const char *peer, size_t size, const struct incast_result *r, int m)
+{
+    int senders = j->size - 2;
+    double v = incast_value(r, m);
+    if (o->out == OUT_CSV) {
+        printf("incast,%s,%s,%zu,%d,%s,%.4f,%s,%.2f,%d,%d,%s\n", transport, peer ? peer : "",
+               size, senders, incast_metric[m].name, v, incast_metric[m].unit, o->seconds,
+               o->window, j->size, o->in_place ? "in-place" : "copy");
+        return;
+    }
+    printf("{\"test\": \"incast\", \"transport\": \"%s\", \"peer\": ", transport);
+    printf(peer ? "\"%s\"" : "null", peer);
+    printf(", \"size\": %zu, \"senders\": %d, \"metric\": \"%s\", \"value\": %.4f, "
+           "\"unit\": \"%s\"", size, senders, incast_metric[m].name, v, incast_metric[m].unit);
+    if (m == IM_MINMAX)
+        printf(", \"min\": %.4f, \"max\": %.4f", r->min, r->max);
+    if (m == IM_P50 || m == IM_P99)
+        printf(", \"pings\": %ld", r->pings);
+    printf(", \"seconds\": %.2f, \"window\": %d, \"ranks\": %d, \"recv\": \"%s\"}\n", o->seconds,
+           o->window, j->size, o->in_place ? "in-place" : "copy");
+}
+
+/* incast's rows on rank 0: a line per metric and transport, or a table row
+ * per metric with the ratio (> 1: fastmsg better). */
+static void report_incast(const struct opts *o, const struct job *j, size_t size,
+                          const struct incast_result *fm, const struct incast_result *peer)
+{
+    if (o->out != OUT_TABLE) {
+        for (int m = 0; m < IM_COUNT; m++) {
+            incast_line(o, j, o->label, NULL, size, fm, m);
+            if (peer)
+                incast_line(o, j, o->peer, o->peer, size, peer, m);
+        }
+        fflush(stdout);
+        return;
+    }
+    char sz[32], v[32];
+    human_size(size, sz, sizeof(sz));
+    for (int m = 0; m < IM_COUNT; m++) {
+        double f = incast_value(fm, m);
+        snprintf(v, sizeof(v), "%.3f %s", f, incast_metric[m].unit);
+        printf("%10s  %-10s  %18s", sz, incast_metric[m].name, v);
+        if (peer) {
+            double p = incast_value(peer, m);
+            snprintf(v, sizeof(v), "%.3f %s", p, incast_metric[m].unit);
+            printf("  %18s", v);
+            if (f > 0 && p > 0)
+                printf("  %9.2fx", incast_metric[m].lower_better ? p / f : f / p);
+        }
+        printf("\n");
+    }
+    /* The shares' extremes, for the eye. */
+    snprintf(v, sizeof(v), "%.1f-%.1f MB/s", fm->min, fm->max);
+    printf("%10s  %-10s  %18s", sz, "min-max", v);
+    if (peer) {
+        snprintf(v, sizeof(v), "%.1f-%.1f MB/s", peer->min, peer->max);
+        printf("  %18s", v);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* incast over fastmsg, then over the peer, reported together. */
+static void run_incast(const struct opts *o, struct job *j, struct xport *fm, struct xport *peer,
+                       void *buf, size_t size)
+{
+    struct incast_result f, p;
+    pat_incast(fm, j, buf, size, o->window, o->seconds, &f);
+    if (peer)
+        pat_incast(peer, j, buf, size, o->window, o->seconds, &p);
+    if (j->rank == 0)
+        report_incast(o, j, size, &f, peer ? &p : NULL);
+}
+
 /* names-lookup: a row per count of names, each adding to the last's. */
 static void run_names_lookup(const struct opts *o, struct job *j, fm_ep *ep)
 {
@@ -661,6 +807,14 @@ int main(int argc, char **argv)
     struct opts o;
     parse_opts(argc, argv, &o);
     struct job j = {0};
+    /* incast's kernel run leaves fastmsg silent for --seconds and the stop,
+     * longer than FM_NET_TIMEOUT_MS's default (3 s): no rank may declare
+     * another lost meanwhile. */
+    if (o.test == T_INCAST && o.peer && !getenv("FM_NET_TIMEOUT_MS")) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.0f", o.seconds * 2000 + 30000);
+        setenv("FM_NET_TIMEOUT_MS", ms, 1);
+    }
     int rc = fm_init(&j.ctx);
     if (rc) {
         fprintf(stderr, "fmperf: fm_init: %s\n", fm_strerror(rc));
@@ -672,7 +826,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmperf: --name-file joins programs started by hand, not by fmrun\n");
         return 2;
     }
-    int need = o.test == T_MULTIPLEX ? 4 : o.test == T_NAMES_LOOKUP ? 1 : 2;
+    int need = o.test == T_MULTIPLEX ? 4
+               : o.test == T_INCAST  ? 3
+               : o.test == T_NAMES_LOOKUP ? 1
+                                          : 2;
     if (!o.name_file && j.size < need) {
         fprintf(stderr, "fmperf: needs at least %d ranks: fmrun -n %d fmperf %s\n", need, need,
                 test_names[o.test]);
@@ -681,6 +838,17 @@ int main(int argc, char **argv)
     const int (*pairs)[2] = o.test != T_MULTIPLEX ? pair_01
                             : o.opposite           ? pairs_opposite
                                                    : pairs_same;
+    int npairs = o.test == T_MULTIPLEX ? 2 : 1;
+    int (*incast_pairs)[2] = NULL;
+    if (o.test == T_INCAST) { /* every other rank, sender or victim, streams to rank 0 */
+        incast_pairs = malloc(sizeof(*incast_pairs) * (size_t)(j.size - 1));
+        for (int r = 1; r < j.size; r++) {
+            incast_pairs[r - 1][0] = r;
+            incast_pairs[r - 1][1] = 0;
+        }
+        pairs = (const int (*)[2])incast_pairs;
+        npairs = j.size - 1;
+    }
     if ((rc = fm_ep_open(j.ctx, 1, &j.ctl)) != 0) {
         fprintf(stderr, "fmperf: fm_ep_open: %s\n", fm_strerror(rc));
         return 1;
@@ -709,9 +877,8 @@ int main(int argc, char **argv)
     struct xport *peer = NULL;
     if (o.peer && o.test != T_IDLE) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        peer = xport_sock_open(&j, o.peer, o.test == T_RING, pairs,
-                               o.test == T_MULTIPLEX ? 2 : 1, ranks_of(&o, &j) <= cpus,
-                               o.in_place);
+        peer = xport_sock_open(&j, o.peer, o.test == T_RING, pairs, npairs,
+                               ranks_of(&o, &j) <= cpus, o.in_place);
     }
     if (j.rank == 0)
         print_header(&o, &j);
@@ -749,6 +916,10 @@ int main(int argc, char **argv)
             run_rails(&o, &j, fm, peer, buf, size);
             continue;
         }
+        if (o.test == T_INCAST) {
+            run_incast(&o, &j, fm, peer, buf, size);
+            continue;
+        }
         struct figure f = run_pattern(&o, fm, &j, buf, size, iters);
         struct figure p;
         if (peer)
@@ -765,6 +936,7 @@ int main(int argc, char **argv)
     }
     if (peer)
         peer->close(peer);
+    free(incast_pairs);
     fm->close(fm);
     if (pat_trace)
         fclose(pat_trace);

@@ -534,3 +534,170 @@ void pat_mcast(struct job *j, fm_ep *ep, void *buf, size_t size, long iters,
     free(dst);
     job_barrier(j);
 }
+
+/* incast: rank 0's answer to a window (1 byte) or a ping (8 bytes) says
+ * which phase it is in; senders and victim stop at the first "stop". */
+enum { INCAST_WARM, INCAST_MEASURE, INCAST_STOP };
+#define INCAST_SILENCE_S 10 /* nothing from any rank for this long: a hang */
+#define INCAST_PING 8       /* the victim's message size */
+
+/* A sender: windows of `window` messages, each acknowledged, until told. */
+static void incast_send(struct xport *x, void *buf, size_t size, int window)
+{
+    unsigned char ack = INCAST_WARM;
+    while (ack != INCAST_STOP) {
+        for (int k = 0; k < window; k++)
+            x->send(x, 0, buf, size);
+        x->recv(x, 0, &ack, 1);
+    }
+}
+
+/* The victim: back-to-back 8-byte ping-pongs with rank 0 until told to
+ * stop; round trips rank 0 answered while measuring count. Sends its figure
+ * and count to rank 0 on the control endpoint. */
+static void incast_ping(struct xport *x, struct job *j)
+{
+    size_t cap = 1 << 14, n = 0;
+    double *s = malloc(sizeof(double) * cap);
+    uint64_t ping = 0, pong = INCAST_WARM;
+    while (pong != INCAST_STOP) {
+        double t0 = now_us();
+        x->send(x, 0, &ping, INCAST_PING);
+        x->recv(x, 0, &pong, INCAST_PING);
+        if (pong != INCAST_MEASURE)
+            continue;
+        if (n == cap && !(s = realloc(s, sizeof(double) * (cap *= 2))))
+            die("realloc", FM_ENOMEM);
+        s[n++] = (now_us() - t0) / 2;
+    }
+    struct {
+        struct figure f;
+        long n;
+    } r = {summarize(s, (long)n), (long)n};
+    free(s);
+    job_ctl_send(j, 0, &r, sizeof(r));
+}
+
+/* With --trace: when the measured interval of a transport begins and ends
+ * (ns of CLOCK_REALTIME), to match samples of a port's queue to it. */
+static void incast_trace(const struct xport *x, const char *what)
+{
+    if (!pat_trace)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    fprintf(pat_trace, "%lld %s %s\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+            x->name, what);
+    fflush(pat_trace);
+}
+
+/* Rank 0's figures from the bytes each sender had delivered when the
+ * measurement began and ended, dt us apart (the victim is not a sender). */
+static void incast_figures(const uint64_t *from, const uint64_t *to, int senders, double dt,
+                           struct incast_result *out)
+{
+    double sum = 0, sq = 0;
+    out->min = out->max = -1;
+    for (int r = 1; r <= senders; r++) {
+        double g = (double)(to[r] - from[r]) / dt; /* bytes per us = MB/s */
+        sum += g;
+        sq += g * g;
+        out->min = out->min < 0 || g < out->min ? g : out->min;
+        out->max = g > out->max ? g : out->max;
+    }
+    out->goodput = sum;
+    out->jain = sq > 0 ? sum * sum / (senders * sq) : 0;
+}
+
+/* The receiver: takes whatever arrives from any rank, acknowledges each
+ * sender's windows and answers the victim's pings; after the warmup it
+ * notes every sender's bytes, again at the end, then answers "stop" to each
+ * until all have stopped (what arrives after the end is not counted). */
+static void incast_receive(struct xport *x, struct job *j, void *buf, size_t size, int window,
+                           double seconds, struct incast_result *out)
+{
+    int n = j->size, victim = n - 1, left = n - 1, phase = INCAST_WARM;
+    uint64_t *got = calloc((size_t)n, sizeof(uint64_t));
+    uint64_t *pending = calloc((size_t)n, sizeof(uint64_t)); /* not yet acknowledged */
+    uint64_t *at_warm = calloc((size_t)n, sizeof(uint64_t));
+    uint64_t *at_end = calloc((size_t)n, sizeof(uint64_t));
+    uint64_t per_ack = (uint64_t)size * (uint64_t)window;
+    double warm_s = seconds / 5 < 1 ? seconds / 5 : 1;
+    double start = now_us(), t_warm = start, t_end = start, last = start;
+    while (left > 0) {
+        int from = -1;
+        size_t got_n = x->recv_any(x, buf, size, &from, 100);
+        double t = now_us();
+        if (phase == INCAST_WARM && t - start >= warm_s * 1e6) {
+            memcpy(at_warm, got, sizeof(uint64_t) * (size_t)n);
+            t_warm = t;
+            phase = INCAST_MEASURE;
+            incast_trace(x, "measure");
+        }
+        if (phase == INCAST_MEASURE && t - start >= seconds * 1e6) {
+            memcpy(at_end, got, sizeof(uint64_t) * (size_t)n);
+            t_end = t;
+            phase = INCAST_STOP;
+            incast_trace(x, "end");
+        }
+        if (got_n == 0) {
+            if (t - last > INCAST_SILENCE_S * 1e6) {
+                fprintf(stderr, "fmperf: incast over %s: nothing from %d rank%s for %d s\n",
+                        x->name, left, left > 1 ? "s" : "", INCAST_SILENCE_S);
+                exit(1);
+            }
+            continue;
+        }
+        last = t;
+        if (from <= 0 || from >= n) {
+            fprintf(stderr, "fmperf: incast: data from rank %d\n", from);
+            exit(1);
+        }
+        pending[from] += got_n;
+        if (from != victim)
+            got[from] += got_n;
+        uint64_t unit = from == victim ? INCAST_PING : per_ack;
+        for (; pending[from] >= unit; pending[from] -= unit) {
+            uint64_t pong = (uint64_t)phase;
+            unsigned char ack = (unsigned char)phase;
+            if (from == victim)
+                x->send(x, from, &pong, INCAST_PING);
+            else
+                x->send(x, from, &ack, 1);
+            left -= phase == INCAST_STOP;
+        }
+    }
+    incast_figures(at_warm, at_end, n - 2, t_end - t_warm, out);
+    free(got);
+    free(pending);
+    free(at_warm);
+    free(at_end);
+}
+
+void pat_incast(struct xport *x, struct job *j, void *buf, size_t size, int window,
+                double seconds, struct incast_result *out)
+{
+    struct incast_result r = {0};
+    /* Senders and victim read rank 0's answers: never in place. */
+    int in_place = x->in_place;
+    job_barrier(j);
+    if (j->rank == 0) {
+        incast_receive(x, j, buf, size, window, seconds, &r);
+        struct {
+            struct figure f;
+            long n;
+        } v;
+        job_ctl_recv(j, j->size - 1, &v, sizeof(v));
+        r.victim = v.f;
+        r.pings = v.n;
+    } else if (j->rank == j->size - 1) {
+        x->in_place = 0;
+        incast_ping(x, j);
+    } else {
+        x->in_place = 0;
+        incast_send(x, buf, size, window);
+    }
+    x->in_place = in_place;
+    *out = r;
+    job_barrier(j);
+}

@@ -8,7 +8,9 @@
 #include <stdio.h>
 
 /* bw: where rank 0 writes a line per window ("end time in ns of
- * CLOCK_REALTIME, MB/s"), to follow a transfer through an event; or NULL. */
+ * CLOCK_REALTIME, MB/s"), to follow a transfer through an event; incast: a
+ * line where each transport's measured interval begins and ends ("ns
+ * transport measure|end"); or NULL. */
 extern FILE *pat_trace;
 
 /* A figure with its spread: the median and the 99th percentile. */
@@ -65,5 +67,19 @@ void pat_mcast(struct job *j, fm_ep *ep, void *buf, size_t size, long iters,
  * MB/s, in out[0] and out[1] on rank 0. */
 void pat_multiplex(struct xport *x, struct job *j, const int (*pairs)[2], void *buf, size_t size,
                    long iters, int window, struct figure out[2]);
+
+/* incast: ranks 1..N-2 each stream windows of `size`-byte messages into
+ * rank 0, acknowledged per window as in bw, for `seconds`; the last rank, the
+ * victim, meanwhile ping-pongs 8 bytes with rank 0. Figures of rank 0 over
+ * the measured interval (after a warmup): */
+struct incast_result {
+    double goodput;       /* MB/s of all senders together */
+    double min, max;      /* MB/s of the slowest and of the fastest sender */
+    double jain;          /* Jain's fairness index over the senders' MB/s */
+    struct figure victim; /* the victim's one-way latency (round trip / 2), us */
+    long pings;           /* round trips the victim measured */
+};
+void pat_incast(struct xport *x, struct job *j, void *buf, size_t size, int window,
+                double seconds, struct incast_result *out);
 
 #endif

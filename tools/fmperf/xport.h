@@ -28,6 +28,13 @@ struct xport {
      * `from`, receive len bytes, send them back, close. */
     int (*exchange)(struct xport *x, int to, void *buf, size_t len);
     int (*serve)(struct xport *x, int from, void *buf, size_t len);
+    /* Receiving from many senders at once (the incast test): the next bytes
+     * that arrived from any rank, taking the ready senders in turn so that
+     * none waits behind another's stream. Copies at most len of them to buf
+     * (reads them in place with in_place) and returns how many arrived, with
+     * the sender in *from; 0 when nothing came within timeout_ms. NULL where
+     * the transport cannot (UDP's credits are per awaited sender). */
+    size_t (*recv_any)(struct xport *x, void *buf, size_t len, int *from, int timeout_ms);
 };
 
 /* fmperf's channels: 0 data, 1 control, 2 idle test, 3 connect test's server,

@@ -202,6 +202,41 @@ static int fm_x_recv(struct xport *x, int from, void *buf, size_t len)
     return 0;
 }
 
+/* The endpoint already receives from every sender, in arrival order: one
+ * message (or prefix of one) per call. */
+static size_t fm_x_recv_any(struct xport *x, void *buf, size_t len, int *from, int timeout_ms)
+{
+    struct fm_xport *f = (struct fm_xport *)x;
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    fm_addr src;
+    ssize_t n = fm_recv(f->ep, seg, &nseg, &src);
+    if (n == FM_EAGAIN) {
+        int rc = fm_wait(f->ep, timeout_ms);
+        if (rc == FM_ETIMEDOUT)
+            return 0;
+        if (rc < 0)
+            die("fm_wait", rc);
+        n = fm_recv(f->ep, seg, &nseg, &src);
+        if (n == FM_EAGAIN)
+            return 0;
+    }
+    if (n < 0)
+        die("fm_recv", n);
+    size_t off = 0;
+    for (int i = 0; i < nseg; i++) {
+        size_t k = seg[i].iov_len;
+        if (x->in_place)
+            sink ^= xport_consume(seg[i].iov_base, k);
+        else if (off < len)
+            memcpy((char *)buf + off, seg[i].iov_base, k < len - off ? k : len - off);
+        off += k;
+    }
+    *from = f->job->named ? 1 - f->job->rank : fm_addr_rank(f->job->ctx, src);
+    fm_recv_done(f->ep);
+    return (size_t)n;
+}
+
 static void fm_x_close(struct xport *x)
 {
     struct fm_xport *f = (struct fm_xport *)x;
@@ -314,6 +349,6 @@ struct xport *xport_fm_open(struct job *j, int in_place, int by_name)
         publish_server(f);
     f->x = (struct xport){.name = "fastmsg", .in_place = in_place, .send = fm_x_send,
                           .recv = fm_x_recv, .close = fm_x_close, .exchange = fm_x_exchange,
-                          .serve = fm_x_serve};
+                          .serve = fm_x_serve, .recv_any = fm_x_recv_any};
     return &f->x;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define UDP_CHUNK 64000
@@ -46,6 +47,10 @@ struct sock_xport {
     int listen_fd;          /* TCP connect test: rank 1's listening socket */
     uint32_t server_ip;     /* rank 0: where it is */
     uint16_t server_port;
+    struct pollfd *pfd;     /* recv_any: a socket per sender, polled together */
+    int *pfd_rank;          /* the rank each of them comes from */
+    int npfd;
+    int cursor;             /* the next entry of the last poll's ready ones */
 };
 
 static void die_errno(const char *what)
@@ -146,9 +151,71 @@ static int sock_recv(struct xport *x, int from, void *buf, size_t len)
     return 0;
 }
 
+/* recv_any's poll set: every rank this one receives from, once. */
+static void build_poll_set(struct sock_xport *s)
+{
+    s->pfd = calloc((size_t)s->size, sizeof(*s->pfd));
+    s->pfd_rank = calloc((size_t)s->size, sizeof(int));
+    if (!s->pfd || !s->pfd_rank)
+        die_errno("calloc");
+    for (int i = 0; i < s->size; i++)
+        if (s->rfd[i] >= 0) {
+            s->pfd[s->npfd] = (struct pollfd){.fd = s->rfd[i], .events = POLLIN};
+            s->pfd_rank[s->npfd++] = i;
+        }
+    s->cursor = s->npfd; /* nothing ready yet */
+}
+
+/* Polls all senders, then reads each ready one once before polling again,
+ * so a sender whose data keeps arriving cannot starve the others. */
+static size_t sock_recv_any(struct xport *x, void *buf, size_t len, int *from, int timeout_ms)
+{
+    struct sock_xport *s = (struct sock_xport *)x;
+    if (!s->pfd)
+        build_poll_set(s);
+    int polled = 0;
+    for (;;) {
+        for (; s->cursor < s->npfd; s->cursor++) {
+            struct pollfd *p = &s->pfd[s->cursor];
+            if (!p->revents)
+                continue;
+            p->revents = 0;
+            ssize_t n = recv(p->fd, buf, len, MSG_DONTWAIT);
+            if (n == 0) {
+                fprintf(stderr, "fmperf: %s peer closed the connection\n", s->x.name);
+                exit(1);
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n < 0)
+                die_errno("recv");
+            *from = s->pfd_rank[s->cursor++];
+            return (size_t)n;
+        }
+        if (polled)
+            return 0;
+        /* Busy: spin on zero-timeout polls until the time is up. */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int n;
+        do {
+            n = poll(s->pfd, (nfds_t)s->npfd, s->busy ? 0 : timeout_ms);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (s->busy && n == 0 &&
+                 (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+                     timeout_ms);
+        if (n < 0 && errno != EINTR)
+            die_errno("poll");
+        s->cursor = 0;
+        polled = 1;
+    }
+}
+
 static void sock_close(struct xport *x)
 {
     struct sock_xport *s = (struct sock_xport *)x;
+    free(s->pfd);
+    free(s->pfd_rank);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     for (int i = 0; i < s->nkept; i++)
@@ -428,6 +495,7 @@ struct xport *xport_sock_open(struct job *j, const char *kind, int ring,
     s->x = (struct xport){.name = kind, .in_place = in_place,
                           .send = sock_send, .recv = sock_recv, .close = sock_close,
                           .exchange = s->udp ? NULL : tcp_exchange,
-                          .serve = s->udp ? NULL : tcp_serve};
+                          .serve = s->udp ? NULL : tcp_serve,
+                          .recv_any = s->udp ? NULL : sock_recv_any};
     return &s->x;
 }
