@@ -5,11 +5,19 @@
 # Bandwidth under loss twice: with FM_FAULT's drops (fastmsg only) and with
 # real random loss on the link at 0, 0.1 % and 1 % (fastmsg, kernel TCP and
 # iperf3; rows carry "loss": P and "loss_on": "link").
-#   bench/net.sh [--quick]        (root; run by bench/run.sh)
+#   bench/net.sh [--quick] [--loss]   (root; run by bench/run.sh)
+# --quick: one round and no full tables; --loss: only the rounds' runs under
+# loss (FM_FAULT and on the link), for work on loss recovery.
 set -u
 cd "$(dirname "$0")/.."
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+quick=0 only_loss=0
+for a in "$@"; do
+  case $a in
+  --quick) quick=1 ;;
+  --loss) only_loss=1 ;;
+  *) printf 'net.sh: unknown option %s\n' "$a" >&2; exit 2 ;;
+  esac
+done
 FMRUN=build/release/tools/fmrun
 FMPERF=build/release/tools/fmperf
 log() { printf 'net.sh: %s\n' "$*" >&2; }
@@ -111,12 +119,14 @@ rounds=3
 [ $quick -eq 1 ] && rounds=1
 for r in $(seq 1 $rounds); do
   log "network goal round $r of $rounds"
-  perf latency --sizes 8 --peer udp | round "$r"
-  perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
+  if [ $only_loss -eq 0 ]; then
+    perf latency --sizes 8 --peer udp | round "$r"
+    perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
+  fi
   perf bw --sizes 1M | round "$r"
-  iperf "$r"
+  [ $only_loss -eq 0 ] && iperf "$r"
   FM_FAULT=drop=0.01,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
-  perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
+  [ $only_loss -eq 0 ] && perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
   # Goodput by real loss rate, fastmsg and TCP (and iperf3) side by side.
   if link_loss_setup; then
     for p in 0 0.001 0.01; do
@@ -134,7 +144,7 @@ for r in $(seq 1 $rounds); do
   fi
   link_loss_teardown
 done
-if [ $quick -eq 0 ]; then
+if [ $quick -eq 0 ] && [ $only_loss -eq 0 ]; then
   perf latency --sizes 0,8,64,1K,4K,16K,64K,256K,1M --peer udp
   perf latency --sizes 8,1K,64K --peer tcp
   perf bw --sizes 8,512,4K,64K,1M,4M --peer tcp
