@@ -2,11 +2,22 @@
 # The network path, measured between two network namespaces joined by an
 # unshaped veth pair (two "hosts" on this machine), next to kernel UDP and
 # TCP between the same namespaces and iperf3. Prints JSON lines on stdout.
-#   bench/net.sh [--quick]        (root; run by bench/run.sh)
+# Bandwidth under loss twice: with FM_FAULT's drops (fastmsg only) and with
+# real random loss on the link at 0, 0.1 % and 1 % (fastmsg, kernel TCP and
+# iperf3; rows carry "loss": P and "loss_on": "link").
+#   bench/net.sh [--quick] [--loss]   (root; run by bench/run.sh)
+# --quick: one round and no full tables; --loss: only the rounds' runs under
+# loss (FM_FAULT and on the link), for work on loss recovery.
 set -u
 cd "$(dirname "$0")/.."
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+quick=0 only_loss=0
+for a in "$@"; do
+  case $a in
+  --quick) quick=1 ;;
+  --loss) only_loss=1 ;;
+  *) printf 'net.sh: unknown option %s\n' "$a" >&2; exit 2 ;;
+  esac
+done
 FMRUN=build/release/tools/fmrun
 FMPERF=build/release/tools/fmperf
 log() { printf 'net.sh: %s\n' "$*" >&2; }
@@ -33,32 +44,107 @@ perf() {
     sed 's/"transport": "\(tcp\|udp\)", "peer": "\(tcp\|udp\)"/"transport": "\1-net", "peer": "\2-net"/' ||
     log "fmperf $test $* failed"
 }
-# iperf3 ROUND: one TCP stream for 3 s, as a JSON line in fmperf's format.
+# iperf3 ROUND [ARGS]: one TCP stream for 3 s, as a JSON line in fmperf's format.
 iperf() {
+  local r=$1
+  shift
   ip netns exec "$B" iperf3 -s -1 >/dev/null 2>&1 &
   sleep 0.3
-  ip netns exec "$A" iperf3 -c "$peer_ip" -t 3 -J 2>/dev/null | python3 -c '
+  ip netns exec "$A" iperf3 -c "$peer_ip" -t 3 -J "$@" 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6
 print(json.dumps({"test": "bw", "transport": "iperf3-tcp", "peer": "iperf3-tcp",
                   "size": 1048576, "value": round(r, 1), "unit": "MB/s", "stat": "mean of 3 s",
-                  "ranks": 2, "round": int(sys.argv[1])}))' "$1"
+                  "ranks": 2, "round": int(sys.argv[1])}))' "$r"
   wait
 }
 round() { sed "s/^{/{\"round\": $1, /"; }
+
+# Real packet loss on the data link (rail 0), as well as FM_FAULT's: the
+# recipe of ../shared/notes/net-cc-loss.md section 5. This kernel has no
+# netem, so an ingress classic-BPF filter on both ends drops each packet
+# with probability P (`ld rand`; drop when rand < P x 2^32): data and acks
+# alike. gso_max_segs 1 on both veths makes the stack split GSO skbs (TCP's
+# TSO, fastmsg's UDP_SEGMENT) before the pair, so the filter sees packets and
+# not 64 KB aggregates (checked: at 1 % the filter dropped 2494 of 252220
+# data packets, 0.99 %, and 157 of 14337 acks). The loss-free figure (P = 0)
+# is taken with the same settings and the filter in place (never dropping),
+# in the same round.
+# Kernel TCP runs CUBIC here (BBR is CPU-bound with gso_max_segs 1, and
+# CUBIC is the loss-driven reference the issue compares with), set per socket
+# (FMPERF_TCP_CC, iperf3 -C): a namespace's sysctl offers only the host's
+# allowed list (reno bbr here).
+loss_ends() { echo "$A $(rail_dev 0 a) $B $(rail_dev 0 b)"; }
+link_loss_setup() { # gso_max_segs 1 on both hosts
+  local ns dev
+  set -- $(loss_ends)
+  while [ $# -ge 2 ]; do
+    ns=$1 dev=$2
+    shift 2
+    ip -n "$ns" link set dev "$dev" gso_max_segs 1 || return 1
+  done
+}
+link_loss_teardown() { # back to the unshaped link of the other runs
+  local ns dev
+  set -- $(loss_ends)
+  while [ $# -ge 2 ]; do
+    ns=$1 dev=$2
+    shift 2
+    tc -n "$ns" qdisc del dev "$dev" ingress 2>/dev/null
+    ip -n "$ns" link set dev "$dev" gso_max_segs 65535
+  done
+}
+link_loss() { # link_loss P: drop each packet received on either end with probability P
+  local t ns dev
+  t=$(python3 -c "import sys; print(round(float(sys.argv[1]) * 2**32))" "$1")
+  set -- $(loss_ends)
+  while [ $# -ge 2 ]; do
+    ns=$1 dev=$2
+    shift 2
+    tc -n "$ns" qdisc del dev "$dev" ingress 2>/dev/null
+    tc -n "$ns" qdisc add dev "$dev" ingress &&
+      tc -n "$ns" filter add dev "$dev" ingress protocol ip bpf \
+        bytecode "4,32 0 0 4294963256,53 1 0 $t,6 0 0 2,6 0 0 0" da || return 1
+  done
+}
+# lossy P: labels rows of a run with real loss P on the link.
+lossy() { sed "s/^{/{\"loss\": $1, \"loss_on\": \"link\", \"tcp_cc\": \"$loss_cc\", /"; }
+loss_cc=cubic
+# TCP falls to a few MB/s at 1 %: fewer 1 MiB messages than bw's default
+# 1023 keep a round short (256 = 4 acknowledged windows of 64).
+loss_iters=512
+[ $quick -eq 1 ] && loss_iters=256
 
 rounds=3
 [ $quick -eq 1 ] && rounds=1
 for r in $(seq 1 $rounds); do
   log "network goal round $r of $rounds"
-  perf latency --sizes 8 --peer udp | round "$r"
-  perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
+  if [ $only_loss -eq 0 ]; then
+    perf latency --sizes 8 --peer udp | round "$r"
+    perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
+  fi
   perf bw --sizes 1M | round "$r"
-  iperf "$r"
+  [ $only_loss -eq 0 ] && iperf "$r"
   FM_FAULT=drop=0.01,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
-  perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
+  [ $only_loss -eq 0 ] && perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
+  # Goodput by real loss rate, fastmsg and TCP (and iperf3) side by side.
+  if link_loss_setup; then
+    for p in 0 0.001 0.01; do
+      if link_loss "$p"; then
+        log "real loss $p on the link"
+        FMPERF_TCP_CC=$loss_cc perf bw --sizes 1M --iters "$loss_iters" --peer tcp |
+          lossy "$p" | round "$r"
+        iperf "$r" -C "$loss_cc" | lossy "$p"
+      else
+        log "cannot set loss $p on the link (tc bpf)"
+      fi
+    done
+  else
+    log "cannot set gso_max_segs 1: no runs with real loss"
+  fi
+  link_loss_teardown
 done
-if [ $quick -eq 0 ]; then
+if [ $quick -eq 0 ] && [ $only_loss -eq 0 ]; then
   perf latency --sizes 0,8,64,1K,4K,16K,64K,256K,1M --peer udp
   perf latency --sizes 8,1K,64K --peer tcp
   perf bw --sizes 8,512,4K,64K,1M,4M --peer tcp

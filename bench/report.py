@@ -100,7 +100,7 @@ def round_values(rows, test, size, label, ranks=2, recv="copy"):
     """{round: value} of one figure in the goal rounds."""
     out = {}
     for r in rows:
-        if "round" not in r or r["test"] != test or r["size"] != size:
+        if "round" not in r or r["test"] != test or r["size"] != size or "loss" in r:
             continue
         if r["transport"] != label or r.get("ranks", 2) != ranks:
             continue
@@ -190,6 +190,77 @@ def net_goals(rows):
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
     out.append(row("goodput with FM_FAULT=drop=0.01, 1 MiB (MB/s)", "bw", 1 << 20,
                    "fastmsg-net-drop1", "fastmsg-net", "loss-free", ">= 0.9x", 0.9, False))
+    for p in (0.01, 0.001):
+        a = loss_values(rows, "fastmsg-net", p)
+        b = loss_values(rows, "fastmsg-net", 0)
+        name = f"goodput with {p * 100:g} % loss on the link, 1 MiB (MB/s)"
+        common = sorted(set(a) & set(b))
+        if not common:
+            out.append(f"| {name} | - | loss-free: - | - | >= 0.9x | not measured |")
+            continue
+        r = statistics.median(a[k] / b[k] for k in common)
+        per = ", ".join(f"{a[k]:.3g}/{b[k]:.3g}" for k in common)
+        out.append(f"| {name} | {statistics.median(a[k] for k in common):.3f} | loss-free, "
+                   f"same link settings: {statistics.median(b[k] for k in common):.3f} | "
+                   f"{r:.2f}x ({per}) | >= 0.9x | {'met' if r >= 0.9 else 'NOT met'} |")
+    return out + [""]
+
+
+LOSS_LABELS = ["fastmsg-net", "tcp-net", "iperf3-tcp"]
+
+
+def loss_values(rows, label, p):
+    """{round: MB/s} of 1 MiB bandwidth with real loss p on the link."""
+    return {r["round"]: r["value"] for r in rows
+            if r.get("loss_on") == "link" and r.get("loss") == p and r["test"] == "bw"
+            and r["transport"] == label and r["size"] == 1 << 20 and "round" in r}
+
+
+def loss_ratios(rows, label):
+    """{p: (median MB/s, median ratio to the same round's loss-free figure,
+    [per-round ratios])} for one transport's runs with real loss."""
+    rates = sorted({r["loss"] for r in rows if r.get("loss_on") == "link"})
+    base = loss_values(rows, label, 0)
+    out = {}
+    for p in rates:
+        v = loss_values(rows, label, p)
+        common = sorted(set(v) & set(base))
+        if not common:
+            continue
+        ratios = [v[k] / base[k] for k in common]
+        out[p] = (statistics.median(v[k] for k in common), statistics.median(ratios), ratios)
+    return out
+
+
+def loss_table(rows):
+    """Goodput by real loss rate on the link, as a ratio to the loss-free
+    figure of the same round and link settings."""
+    by = {lab: loss_ratios(rows, lab) for lab in LOSS_LABELS}
+    rates = sorted({p for d in by.values() for p in d})
+    if not rates:
+        return []
+    cc = sorted({r.get("tcp_cc", "") for r in rows if r.get("loss_on") == "link"} - {""})
+    out = ["### Goodput by loss rate (1 MiB messages, random loss on the link)", "",
+           "Loss made by an ingress BPF filter on both ends of the veth (data and acks), "
+           "gso_max_segs 1 so that it drops packets, not GSO aggregates; TCP's congestion "
+           f"control: {', '.join(cc) or 'default'}. Each cell: median MB/s, and the median "
+           "over rounds of its ratio to the loss-free figure of the same round.", "",
+           "| transport | " + " | ".join(f"{p * 100:g} % loss" for p in rates) + " |",
+           "|---|" + "---|" * len(rates)]
+    for lab in LOSS_LABELS:
+        if not by[lab]:
+            continue
+        cells = [f"{by[lab][p][0]:.1f} MB/s ({by[lab][p][1]:.2f}x)" if p in by[lab] else "-"
+                 for p in rates]
+        out.append(f"| {lab} | " + " | ".join(cells) + " |")
+    drop = round_values(rows, "bw", 1 << 20, "fastmsg-net-drop1")
+    free = round_values(rows, "bw", 1 << 20, "fastmsg-net")
+    common = sorted(set(drop) & set(free))
+    if common:
+        r = statistics.median(drop[k] / free[k] for k in common)
+        out += ["", f"For comparison, 1 % loss injected by fastmsg itself (FM_FAULT=drop=0.01, "
+                f"GSO on): {statistics.median(drop[k] for k in common):.1f} MB/s, {r:.2f}x "
+                "loss-free."]
     return out + [""]
 
 
@@ -241,6 +312,7 @@ def main():
     md += table(res, "idle", "CPU share of a rank blocked in fm_wait")
     md += table(res, "connect", "Connection per message (seed 002): open, send, receive, close")
     md += sweep_table(rows)
+    md += loss_table(rows)
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -6,12 +6,22 @@
 # to TCP and MPTCP; OpenSHMEM next to Open MPI's oshmem; names next to TCP's
 # connection per message; job start-up under each launcher next to
 # MPI_Init), and prints the comparison.
-#   bench/run.sh [--quick]
-# Raw results: build/bench/results.jsonl; the report: build/bench/report.md.
+#   bench/run.sh [--quick] [--publish]
+# Raw results: build/bench/results.jsonl; the report: build/bench/report.md,
+# with plots (bench/plots.py, matplotlib from build/venv) in build/bench/img/
+# linked from its "## Plots" section. --publish (or FM_PUBLISH_PLOTS=1) also
+# copies those PNGs to docs/img/, for docs/PERFORMANCE.md.
 set -eu
 cd "$(dirname "$0")/.."
 quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+publish=${FM_PUBLISH_PLOTS:-0}
+for a in "$@"; do
+  case $a in
+  --quick) quick=1 ;;
+  --publish) publish=1 ;;
+  *) echo "run.sh: unknown option $a (--quick, --publish)" >&2; exit 2 ;;
+  esac
+done
 bash scripts/deps.sh bench
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release >/dev/null
@@ -121,4 +131,14 @@ if [ -s build/bench/mpi_fi.md ]; then
     >>build/bench/report.md
   sed -n '1,/^### One node, Open MPI/p' build/bench/mpi_fi.md | sed '$d'
   sed -n "/^### Seed 004's applications/,\$p" build/bench/mpi_fi.md
+fi
+
+# The plots last, after every section of the report: they append theirs.
+echo "+ bench/plots.py (PNG figures of the run)" >&2
+python3 bench/plots.py "$out" --out build/bench/img --md build/bench/report.md ||
+  echo "bench/plots.py failed" >&2
+if [ "$publish" = 1 ] && ls build/bench/img/*.png >/dev/null 2>&1; then
+  mkdir -p docs/img
+  cp build/bench/img/*.png docs/img/
+  echo "+ plots copied to docs/img/" >&2
 fi

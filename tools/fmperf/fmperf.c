@@ -138,7 +138,9 @@ static void usage(FILE *f)
             "  --label NAME   transport name in the output (default: fastmsg, fastmsg-named\n"
             "                 with --name-file, fastmsg-lookup with --names)\n"
             "  --json         one JSON object per result line\n"
-            "  --csv          comma-separated values\n");
+            "  --csv          comma-separated values\n"
+            "environment: FMPERF_TCP_CC=NAME  congestion control of --peer tcp's streams\n"
+            "                 (setsockopt TCP_CONGESTION, e.g. cubic)\n");
 }
 
 static void die_usage(const char *msg, const char *arg)

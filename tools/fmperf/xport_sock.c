@@ -325,6 +325,15 @@ static void tune(struct sock_xport *s, int fd)
     int one = 1;
     if (!s->udp)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* FMPERF_TCP_CC picks the congestion control of the TCP peer's streams
+     * (bench/net.sh's loss runs use CUBIC; a network namespace's sysctl only
+     * offers the host's allowed list, the socket option takes any). */
+    const char *cc = getenv("FMPERF_TCP_CC");
+    if (!s->udp && cc && *cc &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) < 0) {
+        fprintf(stderr, "fmperf: FMPERF_TCP_CC=%s: %s\n", cc, strerror(errno));
+        exit(2);
+    }
     struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
