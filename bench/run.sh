@@ -88,6 +88,9 @@ bash bench/peers.sh >>"$out" || echo "bench/peers.sh failed" >&2
 echo "+ bench/net.sh (the network path between two namespaces)" >&2
 bash bench/net.sh $([ $quick -eq 1 ] && echo --quick) >>"$out" || echo "bench/net.sh failed" >&2
 
+echo "+ bench/incast.sh (8 and 32 senders into one receiver through a 1 Gbit/s port)" >&2
+bash bench/incast.sh $([ $quick -eq 1 ] && echo --quick) >>"$out" || echo "bench/incast.sh failed" >&2
+
 echo "+ bench/rails.sh (several rails shaped to 1 Gbit/s, MPTCP)" >&2
 bash bench/rails.sh $([ $quick -eq 1 ] && echo --quick) >/dev/null || echo "bench/rails.sh failed" >&2
 
