@@ -37,14 +37,13 @@ void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
     }
 }
 
-void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now)
+void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now)
 {
     /* Active peers, counted per epoch of a few round trips: O(1) a packet. */
-    uint64_t epoch_ns = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
     uint64_t elapsed = now - net->t_epoch;
-    if (elapsed >= epoch_ns) {
+    if (elapsed >= net->epoch_ns) {
         /* A gap of more than one epoch leaves no peer active in the last. */
-        net->active_prev = elapsed < 2 * epoch_ns ? net->active_now : 0;
+        net->active_prev = elapsed < 2 * net->epoch_ns ? net->active_now : 0;
         net->active_now = 0;
         net->epoch++;
         net->t_epoch = now;
@@ -52,6 +51,7 @@ void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len, uin
         uint64_t rate = net->rx_bytes * 1000000000u / elapsed;
         net->rx_rate = FM_MAX(rate, net->rx_rate - net->rx_rate / 8);
         net->rx_bytes = 0;
+        net->epoch_ns = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
     }
     net->rx_bytes += len;
     if (s->active_epoch != net->epoch) {

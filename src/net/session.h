@@ -168,7 +168,7 @@ struct fm_net {
     uint64_t rail_tx[FM_RAILS_MAX]; /* DATA bytes sent per rail */
     /* budget.c: peers sending to us (per epoch), their arrival rate, and
      * the smallest recent round trip */
-    uint64_t epoch, t_epoch;
+    uint64_t epoch, t_epoch, epoch_ns;
     uint32_t active_now, active_prev;
     uint64_t rx_bytes, rx_rate;
     uint64_t rtt_min, t_rtt_min;
@@ -265,8 +265,17 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
 /* budget.c */
 /* A round trip was measured: the smallest recent one sizes the budget. */
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now);
-/* DATA arrived from s: it is an active sender, and its bytes count. */
-void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now);
+/* DATA arrived from s: it is an active sender, and its bytes count. The
+ * common case inline: a sender already counted in the current epoch. */
+void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now);
+static inline void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len,
+                                     uint64_t now)
+{
+    if (s->active_epoch == net->epoch && now - net->t_epoch < net->epoch_ns)
+        net->rx_bytes += len;
+    else
+        fm_budget_epoch(net, s, len, now);
+}
 /* The grant our ACKs carry now: bytes in flight each sender may have, 0 for
  * no limit (fewer than two senders). */
 uint32_t fm_budget_grant(const struct fm_net *net);
