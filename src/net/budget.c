@@ -13,9 +13,12 @@
  */
 #include "session.h"
 
-/* The budget's bounds: below the minimum a grant would stall on one round
- * trip of ACK delay; above the maximum the queue is no longer short. */
-#define BUDGET_MIN (64u << 10)
+/* The budget's bounds: below the minimum the senders stall on the ACK
+ * loop's delay, which a busy host stretches well past the round trip
+ * (measured with bench/incast.sh, 8 senders, 1 Gbit/s port: 64 KiB left
+ * the port idle 7 % of the time, 96 KiB doubled the victim's p99, 80 KiB
+ * did neither); above the maximum the queue is no longer short. */
+#define BUDGET_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
 /* Round trip assumed before one was measured. */
 #define RTT_DEFAULT_NS 100000u
