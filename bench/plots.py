@@ -7,7 +7,7 @@
                fastmsg / TCP, one per pair (loopback, and -net between namespaces)
   loss.png     1 MiB goodput by random loss rate on the link, fastmsg and TCP,
                as a ratio to the loss-free figure of the same round
-  incast.png   incast goodput, fairness and the victim's p99 latency by number
+  incast.png   incast goodput, fairness (min/max share) and the victim's p99 latency by number
                of senders (rows "test": "incast", "metric", "senders")
 
 A figure whose rows are missing is skipped (and an old PNG of it removed).
@@ -190,7 +190,7 @@ def plot_loss(plt, rows, path):
     return True
 
 
-INCAST_METRICS = [("goodput", "aggregate goodput"), ("fairness", "fairness (min/max share)"),
+INCAST_METRICS = [("goodput", "aggregate goodput"), ("minmax", "fairness (min/max share)"),
                   ("victim_p99", "victim small-message p99")]
 
 
@@ -216,7 +216,7 @@ def plot_incast(plt, rows, path):
         unit = mine[0].get("unit", "")
         ax.set_ylabel(f"{title}" + (f" ({unit})" if unit else ""))
         ax.set_title(title)
-        if m in ("goodput", "fairness"):
+        if m in ("goodput", "minmax"):
             ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

@@ -702,6 +702,38 @@ static void case_stream(void)
     }
 }
 
+/*
+ * Ring memory follows use (network path): 64 KiB messages grow the flow's
+ * ring; after a pause of more than a second the big ring goes, and the
+ * small messages after it come in a small one, in order. The counters are
+ * read by tests/ring_sizes_test.sh.
+ */
+static void case_ring_idle(void)
+{
+    const size_t big = 65536, nbig = 16, nsmall = 16, small = 64;
+    const size_t total = nbig * big + nsmall * small;
+    if (rank == 0) {
+        unsigned char *buf = malloc(big);
+        CHECK(buf != NULL);
+        size_t off = 0;
+        for (size_t k = 0; k < nbig + nsmall; k++) {
+            size_t len = k < nbig ? big : small;
+            for (size_t i = 0; i < len; i++)
+                buf[i] = fmt_pattern(11, off + i);
+            CHECK(fmt_send_all(ep, fm_addr_of(ctx, 1, CH), buf, len) >= 1);
+            off += len;
+            if (k + 1 == nbig) { /* idle: timers run in fm_wait */
+                uint64_t end = now_ns() + 2500000000ull;
+                while (now_ns() < end)
+                    fm_wait(ep, 100);
+            }
+        }
+        free(buf);
+    } else if (rank == 1) {
+        recv_stream(11, total);
+    }
+}
+
 static void case_linkdown(void)
 {
     const char *t = getenv("FM_NET_TIMEOUT_MS");
@@ -1046,7 +1078,7 @@ static const struct {
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},
     {"compute", case_compute},     {"stream", case_stream},
     {"churn", case_churn},         {"ep_threads", case_ep_threads},
-    {"names", case_names},
+    {"names", case_names},         {"ring_idle", case_ring_idle},
 };
 
 int main(int argc, char **argv)

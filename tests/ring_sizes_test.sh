@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Ring memory follows use on the network path (docs/udp.md): a flow's ring
+# grows for large messages and goes back to FM_NET_RING_MIN after a pause
+# (the sender's gauge at exit; the receiver's flows have ended by then); with the receiver's FM_NET_RX_MEM exhausted, large
+# messages go in parts of a small ring and still arrive whole and in order.
+#   ring_sizes_test.sh FMRUN CONFORMANCE
+set -u
+FMRUN=$1
+CONF=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export FM_TRANSPORTS=udp FM_STATS=1 FM_LOG=warn
+fails=0
+# stat NAME RANK: a counter from rank RANK's FM_STATS line
+stat() { sed -n "s/^fastmsg\[$2\] net:.* $1=\([0-9]*\).*/\1/p" "$tmp/err"; }
+check() { # check WHAT ACTUAL EXPECTED-TEST
+  if [ -n "$2" ] && eval "[ $2 $3 ]"; then
+    echo "ok: $1 ($2)"
+  else
+    echo "FAIL: $1: got '${2}', want $3" >&2
+    fails=$((fails + 1))
+  fi
+}
+
+if "$FMRUN" -n 2 "$CONF" ring_idle 2>"$tmp/err"; then
+  check "64 KiB messages grew the sender's ring" "$(stat rings_grown 0)" "-ge 1"
+  check "after a pause the sender holds a 32 KiB ring" "$(stat ring_tx_bytes 0)" "-eq 32768"
+else
+  echo "FAIL: ring_idle" >&2
+  cat "$tmp/err" >&2
+  fails=$((fails + 1))
+fi
+
+if FM_NET_RX_MEM=1 FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" -n 2 "$CONF" stream 2>"$tmp/err"; then
+  echo "ok: FM_NET_RX_MEM=1: a 4 MiB stream of messages up to 64 KiB, exactly, in order"
+  check "the receiver's rings stayed at most one grown ring" "$(stat ring_rx_bytes 1)" "-le 262144"
+else
+  echo "FAIL: stream under FM_NET_RX_MEM=1" >&2
+  cat "$tmp/err" >&2
+  fails=$((fails + 1))
+fi
+[ $fails -eq 0 ]
