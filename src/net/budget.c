@@ -20,6 +20,7 @@
  * did neither); above the maximum the queue is no longer short. */
 #define BUDGET_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
+#define GRANT_MIN_PACKETS 4
 /* Round trip assumed before one was measured. */
 #define RTT_DEFAULT_NS 100000u
 /* A peer counts as active for this long after its last DATA (at least). */
@@ -70,7 +71,11 @@ uint32_t fm_budget_grant(const struct fm_net *net)
         return 0; /* one sender: its credit is enough */
     uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
     b = FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
-    return (uint32_t)FM_MAX(b / n, 2 * (uint64_t)net->p.payload);
+    /* At least four packets each: with two, every packet cost its sender a
+     * wake-up for an ACK, and 32 senders on two CPUs left the port idle
+     * half the time. The floor lets n x 4 packets queue: a thousand
+     * senders need grants in turns (Homa's overcommitment), not yet built. */
+    return (uint32_t)FM_MAX(b / n, GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
 }
 
 uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s)
