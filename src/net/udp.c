@@ -114,6 +114,7 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
 {
     memset(u, 0, sizeof(*u));
     u->fd = -1;
+    u->msg_used = FM_UDP_BATCH; /* every receive header is set up before the first */
     int rc = pick_address(spec, &u->addr, &u->netmask, u->ifname, sizeof(u->ifname), err,
                           errlen);
     if (rc)
@@ -372,7 +373,10 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
     int handled = 0;
     u->busy = 0;
     for (int batch = 0; batch < 1; batch++) { /* the caller loops, sending ACKs between */
-        for (int i = 0; i < FM_UDP_BATCH; i++) {
+        /* Only the headers a datagram filled changed (and, to be safe, the
+         * one after them): a poll of an empty socket, the common case while
+         * spinning, resets one instead of the whole batch. */
+        for (int i = 0; i < FM_MIN(u->msg_used + 1, FM_UDP_BATCH); i++) {
             u->iov[i] = (struct iovec){u->buf + (size_t)i * u->bufsize, u->bufsize};
             u->msg[i].msg_hdr = (struct msghdr){
                 .msg_name = &u->from[i], .msg_namelen = sizeof(u->from[i]),
@@ -380,6 +384,7 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
                 .msg_controllen = sizeof(u->ctl[i])};
         }
         int r = recvmmsg(u->fd, u->msg, FM_UDP_BATCH, MSG_DONTWAIT, NULL);
+        u->msg_used = r > 0 ? r : 0;
         if (r < 0) {
             if (errno == EINTR)
                 continue;

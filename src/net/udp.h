@@ -31,6 +31,7 @@ struct fm_udp {
     unsigned char *buf;      /* FM_UDP_BATCH buffers of bufsize */
     size_t bufsize;
     struct mmsghdr msg[FM_UDP_BATCH];
+    int msg_used;            /* headers the last recvmmsg filled: reset before the next */
     struct iovec iov[FM_UDP_BATCH];
     struct sockaddr_in from[FM_UDP_BATCH];
     char ctl[FM_UDP_BATCH][64];
