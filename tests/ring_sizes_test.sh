@@ -31,7 +31,7 @@ else
   fails=$((fails + 1))
 fi
 
-if FM_NET_RX_MEM=1 FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" -n 2 "$CONF" stream 2>"$tmp/err"; then
+if FM_NET_RX_MEM=1 FM_NET_RING_SIZE=256K FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" -n 2 "$CONF" stream 2>"$tmp/err"; then
   echo "ok: FM_NET_RX_MEM=1: a 4 MiB stream of messages up to 64 KiB, exactly, in order"
   check "the receiver's rings stayed at most one grown ring" "$(stat ring_rx_bytes 1)" "-le 262144"
 else

@@ -56,7 +56,7 @@ typedef char fm_cfg_str[256];
       "with several rails: a rail to a peer silent this long is taken out of use (its "  \
       "packets go on the others) until it answers again; each rail is probed three "     \
       "times per interval while it carries nothing from the peer")                       \
-    X(net_ring_size, FM_CFG_SIZE, "FM_NET_RING_SIZE", "256K", 4096, 1 << 30, NULL,      \
+    X(net_ring_size, FM_CFG_SIZE, "FM_NET_RING_SIZE", "1M", 4096, 1 << 30, NULL,      \
       "bytes of a busy network flow's ring (a power of two): the most data one sending " \
       "endpoint may have outstanding towards one receiving endpoint, and four times "    \
       "the largest message one send takes")                                              \
