@@ -213,7 +213,12 @@ void *fm_core_ep_state(const fm_ep *ep, const struct fm_link *link)
     return ep->link_state[fm_link_index(link)];
 }
 
-void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word) { ep->sleeping = word; }
+/* Atomic: a peer's loss wakes every endpoint in the table, one still
+ * opening (its link setting this) included, from another thread. */
+void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word)
+{
+    __atomic_store_n(&ep->sleeping, word, __ATOMIC_RELEASE);
+}
 
 void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word)
 {
@@ -227,7 +232,7 @@ void fm_core_wake(fm_ep *ep)
     /* Pairs with the fence fm_wait makes between setting `sleeping` and
      * looking at the rings once more. */
     fm_fence_fast(ep->ctx);
-    if (!__atomic_load_n(ep->sleeping, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(__atomic_load_n(&ep->sleeping, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED))
         return;
     /* Made before `sleeping` is first set, closed only by ep_free. A full
      * pipe already holds a wake-up: EAGAIN is fine. */
