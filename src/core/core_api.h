@@ -9,7 +9,7 @@
  * from its engine's upcalls), never with ctx->lock held.
  *
  * Endpoint lifetime: the core owns every endpoint. An endpoint a link got
- * from fm_core_attach_rx stays valid until that link's ep_close member has
+ * from fm_core_ep_on stays valid until that link's ep_close member has
  * run for it; fm_ep_close unpublishes the endpoint first (no attachment
  * can find it after that), then calls every link's ep_close, then frees
  * it. So a link must stop naming the endpoint in ep_close.
@@ -129,18 +129,16 @@ void fm_core_ep_news(fm_ep *ep, const struct fm_link *link, const uint32_t *word
 int fm_core_watch(fm_ctx *ctx, const struct fm_link *link, int fd, uint32_t cookie);
 void fm_core_unwatch(fm_ctx *ctx, int fd);
 
-/*
- * Gives a receive ring to the endpoint open on `channel`, atomically with
- * respect to that endpoint's fm_ep_close: the ring is polled from the next
- * fm_recv. Returns the endpoint, or NULL when none is open on the channel
- * (or memory ran out): the link keeps the ring until one opens or drops it.
- */
-fm_ep *fm_core_attach_rx(fm_ctx *ctx, uint32_t channel, struct fm_rx *rx);
-/* The same for a ring of an endpoint the caller owns (refresh), or one
- * fm_core_ep_on found while the caller holds off that endpoint's close. */
-int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx);
-/* The endpoint open on `channel`, or NULL. */
+/* The endpoint open on `channel`, or NULL: the link keeps a ring for that
+ * channel until one opens or drops it. */
 fm_ep *fm_core_ep_on(fm_ctx *ctx, uint32_t channel);
+/*
+ * Gives a receive ring to ep, polled from its next fm_recv: an endpoint
+ * fm_core_ep_on found while the caller holds off its close (its link's
+ * ep_close takes the lock the caller holds), or one the caller owns
+ * (refresh). 0, or FM_ENOMEM.
+ */
+int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx);
 /* Nothing more comes into rx: once read and released, the core detaches
  * it and calls the link's retire. */
 void fm_core_rx_end(struct fm_rx *rx);

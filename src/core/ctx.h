@@ -98,7 +98,7 @@ struct fm_ep {
     struct fm_rx **active; /* rings with a sender, polled round-robin */
     int nactive, active_cap;
     int next;              /* where the next poll starts */
-    struct fm_rx **attached; /* rings links attached (fm_core_attach_rx): changed
+    struct fm_rx **attached; /* rings links attached (fm_core_ep_attach_rx): changed
                                 under ctx->lock, count published last */
     int nattached, attached_cap;
     int nadopted;          /* of those, already in active */

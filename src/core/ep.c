@@ -166,30 +166,13 @@ static int attach_locked(fm_ep *ep, struct fm_rx *rx)
     return 0;
 }
 
-static fm_ep *ep_on_locked(fm_ctx *ctx, uint32_t channel)
-{
-    for (int s = 0; s < ctx->cfg.ep_max; s++)
-        if (ctx->eps[s] && ctx->eps[s]->published && ctx->eps[s]->channel == channel)
-            return ctx->eps[s];
-    return NULL;
-}
-
 fm_ep *fm_core_ep_on(fm_ctx *ctx, uint32_t channel)
 {
+    fm_ep *ep = NULL;
     pthread_mutex_lock(&ctx->lock);
-    fm_ep *ep = ep_on_locked(ctx, channel);
-    pthread_mutex_unlock(&ctx->lock);
-    return ep;
-}
-
-fm_ep *fm_core_attach_rx(fm_ctx *ctx, uint32_t channel, struct fm_rx *rx)
-{
-    pthread_mutex_lock(&ctx->lock);
-    fm_ep *ep = ep_on_locked(ctx, channel);
-    if (ep && attach_locked(ep, rx) != 0) {
-        fm_error("core", "out of memory: a ring to channel %u is not attached", channel);
-        ep = NULL;
-    }
+    for (int s = 0; s < ctx->cfg.ep_max && !ep; s++)
+        if (ctx->eps[s] && ctx->eps[s]->published && ctx->eps[s]->channel == channel)
+            ep = ctx->eps[s];
     pthread_mutex_unlock(&ctx->lock);
     return ep;
 }

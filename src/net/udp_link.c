@@ -278,7 +278,7 @@ static struct fm_rxflow **predecessor(struct udp_ep *ue, const struct fm_rxflow 
 {
     fm_addr src = fm_addr_make(f->src_rank, f->src_channel);
     for (struct udp_rx *u = ue->rings; u; u = u->next)
-        if (u->rx.src == src && u->rx.src_rank == f->src_rank) {
+        if (u->rx.src == src) {
             struct fm_rxflow **p = &u->waiting;
             while (*p)
                 p = &(*p)->successor;
