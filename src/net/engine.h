@@ -267,8 +267,11 @@ void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f);
 /* Frees a flow the engine handed over with flow_end. */
 void fm_net_rxflow_free(struct fm_rxflow *f);
 
-/* The receiving endpoint released bytes of f's ring: credit is due. */
-void fm_net_released(struct fm_net *net, struct fm_rxflow *f);
+/* The receiving endpoint released bytes of f's ring: credit is due.
+ * Returns 1 when the sender may be short of room, and the credit should
+ * go at once (fm_net_output); otherwise it rides on the next DATA or ACK
+ * within FM_NET_ACK_DELAY_US. */
+int fm_net_released(struct fm_net *net, struct fm_rxflow *f);
 
 /* The receiving endpoint of f closed: discard what comes for it, and ask
  * the sender to end the flow. */

@@ -273,6 +273,121 @@ static void test_faulty_stream(const char *spec, uint64_t total)
         CHECK(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST] > 0);
 }
 
+/* Writes one len-byte message of the pattern `seed` from stream byte *sent. */
+static void write_msg(struct fm_net *net, struct fm_txflow *f, size_t len, uint64_t seed,
+                      uint64_t *sent)
+{
+    unsigned char buf[4096];
+    CHECK(len <= sizeof(buf) && fm_ring_room(&f->ring, len) >= (int64_t)len);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = fmt_pattern(seed, *sent + i);
+    struct iovec v = {buf, len};
+    fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, len);
+    fm_txflow_wrote(f, now, 10000);
+    fm_net_kick(net, f);
+    *sent += len;
+}
+
+/* A ping-pong of 4000-byte messages through 16 KiB rings: each side's
+ * credit rides back on its reply (FM_HDR_CREDIT), so the rings, four
+ * messages deep, never run dry and hardly an ACK goes on its own; a
+ * lost reply's credit comes back in the ACK of the delayed-ACK timer. */
+static void test_pingpong_credits(const char *fault)
+{
+    char err[128];
+    reset();
+    use_faults = fault != NULL;
+    if (fault)
+        CHECK_RC(fm_fault_parse(&faults, fault, err, sizeof(err)), 0);
+    struct fm_txflow *f[2];
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 1, 2, &f[0]), 0);
+    CHECK_RC(fm_net_flow(sides[1].net, 0, 2, 1, &f[1]), 0);
+    uint64_t sent[2] = {0, 0}, got[2] = {0, 0};
+    const int rounds = 1000;
+    for (int i = 0; i < rounds; i++) {
+        for (int side = 0; side < 2; side++) {
+            write_msg(sides[side].net, f[side], 4000, 11 + side, &sent[side]);
+            int t = 0;
+            while (got[1 - side] < sent[side]) {
+                CHECK(++t < 10000);
+                pump_out(side, 1);
+                deliver_all();
+                consume(&sides[1 - side], &got[1 - side], 11 + side);
+                pump_out(1 - side, 0);
+                deliver_all();
+                now += 10000; /* a round trip of 10 us */
+            }
+        }
+    }
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(sides[0].net, nc, dr);
+    if (!fault)
+        CHECK(nc[FM_NC_ACKS] < rounds / 10);
+    fm_net_counters(sides[1].net, nc, dr);
+    if (!fault)
+        CHECK(nc[FM_NC_ACKS] < rounds / 10);
+    use_faults = 0;
+}
+
+/* Delivers the first k datagrams on the link; the rest stay in flight. */
+static void deliver_first(int k)
+{
+    int n = nqueue;
+    nqueue = 0;
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    for (int i = 0; i < k && i < n; i++) {
+        from.sin_port = (uint16_t)(1000 + 10 * queue[i].rail + (1 - queue[i].to));
+        fm_net_input(sides[queue[i].to].net, queue[i].data, queue[i].len, queue[i].rail, &from,
+                     now);
+    }
+    for (int i = k; i < n; i++)
+        queue[nqueue++] = queue[i];
+}
+
+/* A burst's packets share a send time. ACKs for its first packets,
+ * the later ones coming more than a round trip after the burst left (it
+ * is still on its way), say nothing about the rest: RACK must not take
+ * them for lost. */
+static void test_burst_not_lost(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 3, 4, &f), 0);
+    uint64_t sent = 0, got = 0;
+    for (int i = 0; i < 500; i++)
+        write_msg(sides[0].net, f, 4000, 21, &sent);
+    for (int i = 0; i < 40; i++)
+        pump_out(0, 1); /* about 1400 packets, all at time `now` */
+    CHECK(nqueue > 1000);
+    for (int part = 0; part < 4; part++) {
+        now += 50000; /* the burst drains slowly: 100 packets per 50 us */
+        deliver_first(100);
+        consume(&sides[1], &got, 21);
+        /* The ACK overtakes the rest of the burst. */
+        static struct link_pkt ack[4];
+        int left = nqueue, acks = pump_out(1, 1);
+        CHECK(acks > 0 && acks <= 4);
+        memcpy(ack, queue + left, sizeof(*queue) * (size_t)acks);
+        memmove(queue + acks, queue, sizeof(*queue) * (size_t)left);
+        memcpy(queue, ack, sizeof(*queue) * (size_t)acks);
+        deliver_first(acks);
+    }
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_RETX_FAST], 0);
+    while (got < sent) {
+        deliver_all();
+        consume(&sides[1], &got, 21);
+        pump_out(1, 1);
+        deliver_all();
+        pump_out(0, 1);
+        now += 10000;
+    }
+    fm_net_counters(sides[1].net, nc, dr);
+    CHECK_EQ(dr[FM_DROP_DUPLICATE], 0);
+}
+
 /* Two rails: a stream spreads over both; when rail 1 dies in the middle,
  * its packets go again on rail 0 and nothing is lost or doubled; when it
  * comes back it carries traffic again. Then both die: the peer is lost. */
@@ -288,6 +403,7 @@ static void test_rails(void)
     /* Idle, the rails are not probed: a second of silence costs the
      * session's own heartbeats (every 500 ms here), not a probe per rail
      * every third of the 3 ms rail heartbeat. */
+    exchange(5, 100000); /* the delayed ACK of the last packets (200 us) */
     fm_net_counters(sides[0].net, nc, dr);
     uint64_t pings = nc[FM_NC_PINGS];
     exchange(100, 10000000);
@@ -453,6 +569,11 @@ int main(void)
     test_faulty_stream("drop=0.03,dup=0.01,reorder=0.05,seed=7", 16u << 20);
     ring_size = RING;
     batches_per_rtt = 1;
+    ring_size = 4u << 20;
+    test_burst_not_lost();
+    ring_size = RING;
+    test_pingpong_credits(NULL);
+    test_pingpong_credits("drop=0.05,seed=8");
     test_rails();
     test_silence();
     test_bye();

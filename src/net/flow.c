@@ -261,6 +261,30 @@ void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n
     }
 }
 
+void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo)
+{
+    if (flow >= s->txf_cap || !s->txf[flow])
+        return;
+    /* The head lies between the one we know and what we sent, less than
+     * 4 GiB apart: an old credit widens to beyond `sent` and is ignored. */
+    uint64_t known = __atomic_load_n(&s->txf[flow]->ctl.head, __ATOMIC_RELAXED);
+    struct fm_wire_credit c = {.flow = flow, .head = known + (uint32_t)(head_lo - (uint32_t)known)};
+    fm_flow_credits(s, &c, 1);
+}
+
+void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p)
+{
+    if (s->owed_flow >= s->rxf_cap || !s->rxf[s->owed_flow])
+        return; /* several flows, or one that ended: the ACK carries them */
+    struct fm_rxflow *f = s->rxf[s->owed_flow];
+    uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+    p->hdr.flags |= FM_HDR_CREDIT;
+    p->hdr.credit_flow = f->id;
+    p->sub.data.credit_lo = (uint32_t)head;
+    f->credited = head;
+    s->credit_owed = 0;
+}
+
 struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
                                  const struct fm_wire_flow *w)
 {
@@ -347,11 +371,26 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
     return FM_DROP_NONE;
 }
 
-/* Handles a sequenced packet whose turn has come. */
-void fm_net_released(struct fm_net *net, struct fm_rxflow *f)
+int fm_net_released(struct fm_net *net, struct fm_rxflow *f)
 {
-    f->s->credit_due = 1;
-    mark_pending(net, f->s);
+    struct fm_session *s = f->s;
+    mark_pending(net, s);
+    /* More than half the ring not credited back: the sender may be
+     * waiting for room for its next message (at most half a ring). */
+    if (f->wpos - f->credited > f->ring.size / 2) {
+        s->credit_due = 1;
+        return 1;
+    }
+    /* Otherwise the credit waits for a packet going back anyway: a reply
+     * in a ping-pong, or the ACK the delayed-ACK timer sends. */
+    if (!s->credit_owed)
+        s->owed_flow = f->id;
+    else if (s->owed_flow != f->id)
+        s->owed_flow = FM_FLOW_MANY;
+    s->credit_owed = 1;
+    if (!s->t_ack_due)
+        s->t_ack_due = 1; /* armed at the next output */
+    return 0;
 }
 
 void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
@@ -379,7 +418,8 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
     }
     /* Whatever was in the ring is released with it. */
     __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
-    fm_net_released(net, f);
+    f->s->credit_due = 1;
+    mark_pending(net, f->s);
 }
 
 /* Everything sent is acknowledged, yet data waits for credit and the peer

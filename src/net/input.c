@@ -259,8 +259,14 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             why = FM_DROP_OPCODE;
             goto drop;
         }
-        if (h.op == FM_OP_DATA)
+        if (h.op == FM_OP_DATA) {
             fm_budget_on_data(net, s, len, now);
+            if (h.flags & FM_HDR_CREDIT) {
+                struct fm_wire_data d;
+                memcpy(&d, (const unsigned char *)pkt + sizeof(h), sizeof(d));
+                fm_flow_credit_lo(s, h.credit_flow, d.credit_lo);
+            }
+        }
         why = on_sequenced(net, s, pkt, len);
         s->t_busy = now;
         mark_pending(net, s);

@@ -41,6 +41,23 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
     s->rto = base_rto(net, s);
 }
 
+/* Packet q, sent in e, is known delivered: the latest such sets RACK's
+ * reference. Packets of one burst share a send time; among them the
+ * sequence number says which went later. */
+static void rack_delivered(struct sess_rail *sr, const struct txent *e, uint32_t q)
+{
+    if (e->t_sent > sr->rack_t || (e->t_sent == sr->rack_t && fm_seq_lt(sr->rack_seq, q))) {
+        sr->rack_t = e->t_sent;
+        sr->rack_seq = q;
+    }
+}
+
+/* Whether a packet sent after q, in e, is known delivered on its rail. */
+static int rack_passed(const struct sess_rail *sr, const struct txent *e, uint32_t q)
+{
+    return e->t_sent < sr->rack_t || (e->t_sent == sr->rack_t && fm_seq_lt(q, sr->rack_seq));
+}
+
 /*
  * Loss detection in the manner of RACK (RFC 8985): a packet is lost when a
  * packet sent after it has been delivered and a round trip (plus a small
@@ -56,7 +73,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
         /* Per rail: packets on a slower rail arrive after later packets on
          * a faster one without being lost. */
         const struct sess_rail *sr = &s->rail[e->rail];
-        if (!e->op || e->sacked || e->due || e->t_sent > sr->rack_t)
+        if (!e->op || e->sacked || e->due || !rack_passed(sr, e, q))
             continue;
         uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
         if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
@@ -83,7 +100,7 @@ static void on_sack(struct fm_net *net, struct fm_session *s, struct fm_wire_sac
             e->sacked = 1;
             fm_rail_acked(net, s, e, now);
             if (!e->retx) {
-                s->rail[e->rail].rack_t = FM_MAX(s->rail[e->rail].rack_t, e->t_sent);
+                rack_delivered(&s->rail[e->rail], e, q);
                 if (!*newest || e->t_sent > (*newest)->t_sent)
                     *newest = e;
             }
@@ -109,7 +126,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             /* A retransmitted packet's acknowledgement may be for its first
              * copy: its send time proves nothing about later packets. */
             if (!e->retx)
-                sr->rack_t = FM_MAX(sr->rack_t, e->t_sent);
+                rack_delivered(sr, e, q);
             fm_rail_acked(net, s, e, now);
             e->op = 0;
         }

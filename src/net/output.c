@@ -73,6 +73,8 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
         p->nbytes[0] = (uint16_t)first;
         p->bytes[1] = f->ring.data;
         p->nbytes[1] = (uint16_t)(e->len - first);
+        if (s->credit_owed)
+            fm_flow_credit_ride(s, p);
     }
 }
 
@@ -167,9 +169,9 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     memset(a, 0, sizeof(*a));
     struct fm_wire_credit credit[FM_NET_MAX_CREDITS];
     int n = 0;
-    if (s->credit_due || s->credit_all) {
+    if (s->credit_due || s->credit_owed || s->credit_all) {
         int all = s->credit_all;
-        s->credit_due = s->credit_all = 0;
+        s->credit_due = s->credit_owed = s->credit_all = 0;
         for (uint32_t i = 0; i < s->rxf_cap; i++) {
             struct fm_rxflow *f = s->rxf[i];
             if (!f)
@@ -418,7 +420,8 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         s->t_ack_due = now + net->p.ack_delay_ns;
     n += rail_probes(net, s, pkts + n, max - n, now);
     /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
-    if (n < max && (s->ack_now || s->credit_due || (s->unacked && now >= s->t_ack_due)))
+    if (n < max && (s->ack_now || s->credit_due ||
+                    ((s->unacked || s->credit_owed) && now >= s->t_ack_due)))
         build_ack(net, s, &pkts[n++]);
     if (n)
         s->t_last_tx = now;

@@ -253,7 +253,8 @@ void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
     fm_flow_credit_check(net, s, now);
     fm_flow_idle_check(net, s, now);
     uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
-    if (now - s->t_last_tx >= ping_every || (s->unacked && now >= s->t_ack_due) ||
+    if (now - s->t_last_tx >= ping_every ||
+        ((s->unacked || s->credit_owed) && now >= s->t_ack_due) ||
         s->credit_due)
         mark_pending(net, s);
 }
@@ -269,7 +270,7 @@ uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *
         d = fm_loss_deadline(net, s);
     else if (s->nlive)
         d = FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto; /* the credit check */
-    if (s->unacked && s->t_ack_due > 1)
+    if ((s->unacked || s->credit_owed) && s->t_ack_due > 1)
         d = FM_MIN(d, s->t_ack_due);
     d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
     if (s->t_last_rx)

@@ -25,6 +25,8 @@
 
 /* Received packets an ACK waits for before it goes on its own. */
 #define ACK_EVERY 16
+/* owed_flow when more than one flow owes credit: the next ACK carries it. */
+#define FM_FLOW_MANY UINT32_MAX
 /* Heartbeats per timeout: an idle session pings this often. */
 #define PINGS_PER_TIMEOUT 4
 /* The first HELLO retry; then doubling. */
@@ -65,7 +67,8 @@ struct sess_rail {
     struct sockaddr_in addr; /* the peer on this rail's subnet; sin_family 0: none known */
     uint64_t t_rx;           /* last packet from the peer on it */
     uint64_t t_ping;         /* last probe sent on it */
-    uint64_t rack_t;         /* latest send time of a packet on it known delivered */
+    uint64_t rack_t;         /* latest send time of a packet on it known delivered, */
+    uint32_t rack_seq;       /* and that packet (a burst's packets share a send time) */
     uint64_t srtt;           /* smoothed round trip of packets sent on it */
     uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
     uint64_t delivered;      /* DATA bytes on it acknowledged, ever */
@@ -102,7 +105,9 @@ struct fm_session {
     uint8_t pending;       /* in the engine's pending list */
     uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
     uint8_t ack_now;       /* send an ACK at the next output */
-    uint8_t credit_due;    /* a receiving endpoint released bytes */
+    uint8_t credit_due;    /* credit the sender may be waiting for: an ACK at the next output */
+    uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */
+    uint32_t owed_flow;    /* the one flow that owes it, or FM_FLOW_MANY */
     uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again */
     uint8_t bye_due, bye_sent, bye_received;
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
@@ -291,6 +296,10 @@ void fm_flow_done(struct fm_session *s, struct fm_txflow *f);
 void fm_flows_free(struct fm_session *s);
 /* Credits from an ACK: the receiver released that much of each flow. */
 void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n);
+/* Takes the credit a DATA packet carries (FM_HDR_CREDIT). */
+void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo);
+/* Lets DATA packet p carry the credit s owes, if one flow owes it. */
+void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p);
 /* A FLOW packet opened a receiving flow: its landing ring, or NULL. */
 struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
                                  const struct fm_wire_flow *w);

@@ -526,8 +526,8 @@ static void udp_released(fm_ctx *ctx, void *state, struct fm_rx *rx)
     (void)ctx;
     struct udp_link *nl = state;
     pthread_mutex_lock(&nl->lock);
-    fm_net_released(nl->engine, rx->link_rx);
-    run(nl, 0);
+    if (fm_net_released(nl->engine, rx->link_rx))
+        run(nl, 0);
     pthread_mutex_unlock(&nl->lock);
 }
 

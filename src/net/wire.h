@@ -45,6 +45,10 @@ enum fm_wire_op {
 #define FM_HDR_ACK_VALID 0x0001u /* `ack` carries a cumulative acknowledgement */
 #define FM_HDR_STATUS 0x0002u    /* PING: asks for the receiver's rail status (seed 000's
                                     SReq); ACK: answers one (SAck) */
+#define FM_HDR_CREDIT 0x0004u    /* DATA: carries one credit, for flow `credit_flow`, of
+                                    which the data header's `credit_lo` holds the low 32
+                                    bits of the head (the full value follows from the
+                                    sender's own, since a flow is never 4 GiB ahead) */
 
 /* Every packet starts with this (48 bytes). */
 struct fm_wire_hdr {
@@ -63,7 +67,7 @@ struct fm_wire_hdr {
     uint16_t len;       /* bytes of payload after this header */
     uint8_t rail;       /* index of the sender's rail this packet left on */
     uint8_t reserved0;  /* 0 */
-    uint32_t reserved1; /* 0 */
+    uint32_t credit_flow; /* with FM_HDR_CREDIT: the flow of the credit; else 0 */
 };
 
 /* HELLO and HELLO_ACK (32 bytes). The MAC keys the request to the job: a
@@ -82,8 +86,8 @@ struct fm_wire_hello {
  * records (8-byte header, payload, padded to 8) that the receiver lays into
  * a ring of the flow's size at the same positions. */
 struct fm_wire_data {
-    uint32_t flow;     /* sender's flow id, announced by FLOW earlier in the sequence */
-    uint32_t reserved; /* 0 */
+    uint32_t flow;      /* sender's flow id, announced by FLOW earlier in the sequence */
+    uint32_t credit_lo; /* with FM_HDR_CREDIT: low 32 bits of the credit's head; else 0 */
     uint64_t pos;      /* stream position of the first byte (a multiple of 8) */
 };
 
