@@ -97,7 +97,10 @@ void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned pee
     sr->peer_idx = (uint8_t)(peer_idx % FM_RAILS_MAX);
     if (!sr->addr.sin_family) {
         /* The side that did not start the session learns the peer's other
-         * rails from the probes that come on them. */
+         * rails from the probes that come on them (from: NULL for other
+         * packets, which teach nothing). */
+        if (!from)
+            return;
         sr->addr = *from;
         sr->up = 1;
     } else if (!sr->up) {

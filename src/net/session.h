@@ -245,7 +245,8 @@ void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, ui
 int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r);
 /* Rail r stopped answering: its traffic moves to the others. */
 void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now);
-/* A packet came on local rail r from the peer's rail peer_idx. */
+/* A packet came on local rail r from the peer's rail peer_idx; from: its source,
+ * when that is an address to answer on (HELLO, PING), else NULL. */
 void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
                    const struct sockaddr_in *from, uint64_t now);
 /* The rail the next DATA packet goes on (the policy of FM_RAIL_POLICY). */

@@ -165,6 +165,9 @@ err_close:
 
 void fm_udp_close(struct fm_udp *u)
 {
+    for (int i = 0; i < FM_UDP_CONNECTED; i++)
+        if (u->conn[i].to.sin_family)
+            close(u->conn[i].fd);
     if (u->fd >= 0)
         close(u->fd);
     free(u->buf);
@@ -175,6 +178,75 @@ void fm_udp_close(struct fm_udp *u)
 }
 
 /* ---- sending -------------------------------------------------------------------- */
+
+/* Misses after which the least used connected socket makes room. */
+#define CONN_REVIEW_MISSES 4096
+
+static int conn_open(struct fm_udp *u, struct fm_udp_conn *c, const struct sockaddr_in *to)
+{
+    /* On the rail's address, so that packets leave by the rail's interface. */
+    struct sockaddr_in local = {.sin_family = AF_INET, .sin_addr = u->addr.sin_addr};
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0 ||
+        connect(fd, (const struct sockaddr *)to, sizeof(*to)) < 0) {
+        close(fd);
+        return -1;
+    }
+    set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, 8 << 20);
+    *c = (struct fm_udp_conn){.to = *to, .fd = fd};
+    return 0;
+}
+
+/* The socket packet p goes out by: the peer's connected one (made on the
+ * way, while slots are free or a review freed one), or the rail's own. */
+static struct fm_udp_conn *conn_for(struct fm_udp *u, const struct fm_pkt_out *p)
+{
+    /* HELLOs and PINGs teach the peer our address (the source of the
+     * packet), so they leave from the port in our card. */
+    if (p->raw || p->hdr.op == FM_OP_HELLO || p->hdr.op == FM_OP_HELLO_ACK ||
+        p->hdr.op == FM_OP_PING)
+        return NULL;
+    struct fm_udp_conn *free_slot = NULL;
+    for (int i = 0; i < FM_UDP_CONNECTED; i++) {
+        struct fm_udp_conn *c = &u->conn[i];
+        if (!c->to.sin_family)
+            free_slot = free_slot ? free_slot : c;
+        else if (c->to.sin_addr.s_addr == p->to.sin_addr.s_addr && c->to.sin_port == p->to.sin_port)
+            return c;
+    }
+    if (free_slot)
+        return conn_open(u, free_slot, &p->to) == 0 ? free_slot : NULL;
+    u->conn_misses++;
+    return NULL;
+}
+
+/* All slots taken and many packets went without one: the least used
+ * slot goes, for whoever sends most among the rest to take it. Runs
+ * between batches, when no message points to a slot. */
+static void conn_review(struct fm_udp *u)
+{
+    struct fm_udp_conn *least = &u->conn[0];
+    for (int i = 0; i < FM_UDP_CONNECTED; i++) {
+        if (u->conn[i].packets < least->packets)
+            least = &u->conn[i];
+        u->conn[i].packets = 0;
+    }
+    close(least->fd);
+    least->to.sin_family = 0;
+    u->conn_misses = 0;
+}
+
+/* A connected socket's send failed. ECONNREFUSED is the ICMP port
+ * unreachable of an earlier packet (connected sockets report it so): the
+ * peer's process is gone. Unreachable hosts and networks are not taken
+ * for dead: the error may be our own link's, down for a while. */
+static void conn_failed(struct fm_udp *u, struct fm_net *net, struct fm_udp_conn *c, int err)
+{
+    if (err == ECONNREFUSED)
+        fm_net_unreachable(net, u->rail, &c->to, 1, fm_now_ns());
+}
 
 static size_t packet_len(const struct fm_pkt_out *p)
 {
@@ -248,13 +320,15 @@ int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, i
 
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
 {
-    (void)net;
+    if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
+        conn_review(u);
     struct mmsghdr msg[FM_UDP_SEND_MAX];
     struct iovec iov[FM_UDP_SEND_MAX * 4]; /* a packet is at most 4 pieces */
     union {
         char buf[CMSG_SPACE(sizeof(uint16_t))];
         struct cmsghdr align;
     } ctl[FM_UDP_SEND_MAX];
+    struct fm_udp_conn *conn[FM_UDP_SEND_MAX];
     int nmsg = 0, niov = 0;
     for (int i = 0; i < n;) {
         /* A run of full packets to one peer goes as one GSO send. */
@@ -270,8 +344,13 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
             }
         struct msghdr *m = &msg[nmsg].msg_hdr;
         memset(m, 0, sizeof(*m));
-        m->msg_name = &pkts[i].to;
-        m->msg_namelen = sizeof(pkts[i].to);
+        conn[nmsg] = conn_for(u, &pkts[i]);
+        if (conn[nmsg]) {
+            conn[nmsg]->packets += (uint32_t)(j - i);
+        } else {
+            m->msg_name = &pkts[i].to;
+            m->msg_namelen = sizeof(pkts[i].to);
+        }
         m->msg_iov = &iov[niov];
         for (int k = i; k < j; k++)
             niov += fm_pkt_seal(&pkts[k], &iov[niov]);
@@ -289,21 +368,36 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
         msg[nmsg++].msg_len = 0;
         i = j;
     }
-    int sent = 0;
-    while (sent < nmsg) {
-        int r = sendmmsg(u->fd, msg + sent, (unsigned)(nmsg - sent), 0);
-        if (r < 0) {
-            if (errno == EINTR)
+    /* Runs of messages that leave by the same socket, a call each. */
+    struct fm_udp_conn *failed[FM_UDP_SEND_MAX];
+    int errs[FM_UDP_SEND_MAX], nfailed = 0;
+    for (int sent = 0, end; sent < nmsg; sent = end) {
+        for (end = sent + 1; end < nmsg && conn[end] == conn[sent]; end++)
+            ;
+        int fd = conn[sent] ? conn[sent]->fd : u->fd;
+        for (int k = sent; k < end;) {
+            int r = sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
+            if (r < 0 && errno == EINTR)
                 continue;
-            /* A full socket buffer or an error queued for a peer: what did
-             * not go counts as lost and is retransmitted. */
-            if (errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED &&
-                errno != EHOSTUNREACH && errno != ENETUNREACH)
-                fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
-            break;
+            if (r < 0) {
+                /* A full socket buffer or an error queued for a peer: what
+                 * did not go counts as lost and is retransmitted. */
+                if (errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED &&
+                    errno != EHOSTUNREACH && errno != ENETUNREACH)
+                    fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
+                if (conn[sent]) {
+                    failed[nfailed] = conn[sent];
+                    errs[nfailed++] = errno;
+                }
+                break;
+            }
+            k += r;
         }
-        sent += r;
     }
+    /* After the batch: an unreachable peer's session ends, and its flows
+     * with it, which the packets above point into. */
+    for (int i = 0; i < nfailed; i++)
+        conn_failed(u, net, failed[i], errs[i]);
     return n;
 }
 
