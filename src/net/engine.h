@@ -108,6 +108,11 @@ struct fm_rxflow {
     uint64_t rec_end;        /* where it ends, */
     uint64_t rec_hdr;        /* and its header, stored when complete */
     uint64_t credited;       /* head last sent back as credit */
+    /* The word at the frontier, where the next record's header goes, stays
+     * 0 for the reader; bytes that belong there, laid ahead of their turn,
+     * wait here (fm_flow_rx_place). */
+    uint64_t stash;
+    uint64_t stash_pos;
     void *owner;             /* the core's receiving endpoint, or NULL */
     struct fm_rxflow *successor; /* the link's: the next flow of its sender, read after it */
     uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */
@@ -194,7 +199,8 @@ enum fm_net_counter {
     FM_NC_RETX_TIMEOUT, FM_NC_RETX_FAST, FM_NC_RETX_PROBE, FM_NC_ACKS, FM_NC_PINGS, FM_NC_SESSIONS,
     FM_NC_PEERS_LOST, FM_NC_RAIL_DOWN, FM_NC_RAIL_UP,
     FM_NC_RING_RX_BYTES, FM_NC_RING_TX_BYTES, /* gauges: bytes of receive and send rings now */
-    FM_NC_RING_GROWN, FM_NC_COUNT
+    FM_NC_RING_GROWN, FM_NC_PLACED, /* DATA after a gap laid into its ring at once */
+    FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];
 

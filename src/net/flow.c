@@ -322,10 +322,37 @@ struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
     return f;
 }
 
+/* Whether a record's header is due at the write position: the reader sees
+ * the word there (the frontier), and it must stay 0 until the record is
+ * published. */
+static int at_frontier(const struct fm_rxflow *f, uint64_t pos)
+{
+    return pos == f->wpos && f->wpos == f->rec_end;
+}
+
+int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len)
+{
+    uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+    if (f->orphan || (pos & 7) || (len & 7) || len < 8 || pos < f->wpos ||
+        pos + len > head + f->ring.size)
+        return -1;
+    if (at_frontier(f, pos)) {
+        memcpy(&f->stash, b, 8);
+        f->stash_pos = pos;
+        pos += 8;
+        b += 8;
+        len -= 8;
+    }
+    fm_ring_put(&f->ring, pos, b, len);
+    return 0;
+}
+
 /*
  * Lays stream bytes into a flow's ring. Records are published in order and
  * only when complete: the header word is written last, after the slot after
- * the record was zeroed, exactly as a shared-memory producer does.
+ * the record was zeroed, exactly as a shared-memory producer does. Bytes
+ * laid ahead of their turn (b NULL) are in the ring already, but for a
+ * header at the frontier, which is in the stash.
  */
 enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
                              const unsigned char *b, size_t len)
@@ -337,7 +364,12 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
     while (len) {
         if (f->wpos == f->rec_end) {
             uint64_t h;
-            memcpy(&h, b, 8);
+            if (b)
+                memcpy(&h, b, 8);
+            else if (f->stash_pos == f->wpos)
+                h = f->stash;
+            else
+                return FM_DROP_FLOW; /* cannot happen: a frontier word is always stashed */
             if (!fm_ring_hdr_valid(&f->ring, h) || FM_REC_TYPE(h) == FM_REC_SRC ||
                 f->wpos + FM_REC_SIZE(FM_REC_LEN(h)) + FM_REC_HDR > head + f->ring.size)
                 return FM_DROP_FLOW;
@@ -345,14 +377,14 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
             f->rec_end = f->wpos + FM_REC_SIZE(FM_REC_LEN(h));
             f->rec_hdr = h;
             f->wpos += 8;
-            b += 8;
+            b = b ? b + 8 : NULL;
             len -= 8;
         }
         size_t n = (size_t)FM_MIN((uint64_t)len, f->rec_end - f->wpos);
-        if (!f->orphan)
+        if (b && !f->orphan)
             fm_ring_put(&f->ring, f->wpos, b, n);
         f->wpos += n;
-        b += n;
+        b = b ? b + n : NULL;
         len -= n;
         if (f->wpos == f->rec_end) {
             if (f->orphan) {
@@ -360,7 +392,12 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
                 f->s->credit_due = 1;
                 continue;
             }
-            *fm_ring_word(&f->ring, f->rec_end) = 0;
+            /* The next header's word becomes the frontier: what was laid
+             * there ahead of its turn moves to the stash. */
+            uint64_t *next = fm_ring_word(&f->ring, f->rec_end);
+            f->stash = *next;
+            f->stash_pos = f->rec_end;
+            *next = 0;
             __atomic_store_n(fm_ring_word(&f->ring, f->rec_start), f->rec_hdr,
                              __ATOMIC_RELEASE);
             published = 1;

@@ -149,7 +149,7 @@ static int sack_ranges(const struct fm_session *s, struct fm_wire_sack *r)
     int n = 0;
     uint32_t seen = 0;
     for (uint32_t q = s->rcv_nxt + 1; seen < s->nheld; q++) {
-        if (!held_at(s, q)->pkt)
+        if (!held_at(s, q)->pkt && !held_at(s, q)->placed)
             continue;
         seen++;
         if (n && r[n - 1].first + r[n - 1].count == q)

@@ -112,10 +112,10 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
 static void drop_held(struct fm_session *s)
 {
     for (uint32_t i = 0; s->nheld && i < s->held_cap; i++) {
-        if (s->held[i].pkt)
+        if (s->held[i].pkt || s->held[i].placed)
             s->nheld--;
         free(s->held[i].pkt);
-        s->held[i].pkt = NULL;
+        s->held[i] = (struct held){0};
     }
 }
 

@@ -57,9 +57,15 @@ struct txent {
 };
 
 /* A packet received ahead of a gap, held until the gap fills. */
+/* A sequenced packet that came after a gap: DATA laid into its flow's ring
+ * already (placed), or else a copy of the packet. */
 struct held {
-    void *pkt;
+    void *pkt;     /* the copy, or NULL */
     size_t len;
+    uint64_t pos;  /* placed: where its bytes start in the flow's stream */
+    uint32_t flow; /* placed: the sender's flow id */
+    uint16_t nbytes;
+    uint8_t placed;
 };
 
 /* A session's view of one local rail. */
@@ -304,10 +310,15 @@ void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p);
 /* A FLOW packet opened a receiving flow: its landing ring, or NULL. */
 struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
                                  const struct fm_wire_flow *w);
-/* DATA bytes of f at stream position pos: laid into the ring, and the
- * records they complete published. */
+/* DATA bytes of f at stream position pos, in turn: laid into the ring
+ * (b NULL: they were already, by fm_flow_rx_place), and the records they
+ * complete published. */
 enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t pos,
                              const unsigned char *b, size_t len);
+/* DATA bytes of f that came ahead of their turn: laid into the ring now,
+ * published when their turn comes (fm_flow_rx_data with b NULL). Returns
+ * 0, or -1 if they cannot be (then the packet is held as a copy). */
+int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len);
 /* Asks the peer again for credit it may have sent and lost. */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* Large rings of s's flows unused for a while make way for small ones. */
