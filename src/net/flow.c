@@ -389,7 +389,7 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
         if (f->wpos == f->rec_end) {
             if (f->orphan) {
                 __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
-                f->s->credit_due = 1;
+                fm_net_released(net, f);
                 continue;
             }
             /* The next header's word becomes the frontier: what was laid
@@ -455,8 +455,7 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
     }
     /* Whatever was in the ring is released with it. */
     __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
-    f->s->credit_due = 1;
-    mark_pending(net, f->s);
+    fm_net_released(net, f);
 }
 
 /* Everything sent is acknowledged, yet data waits for credit and the peer
