@@ -145,6 +145,7 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
         goto err_close;
     }
     u->payload = (uint32_t)payload & ~7u;
+    u->datagram_max = (size_t)packet;
     u->bufsize = u->gro ? 65536 : (size_t)packet;
     u->buf = malloc(u->bufsize * FM_UDP_BATCH);
     if (!u->buf) {
@@ -199,14 +200,19 @@ static int conn_open(struct fm_udp *u, struct fm_udp_conn *c, const struct socka
     return 0;
 }
 
+/* HELLOs and PINGs teach the peer our address (the source of the
+ * packet), so they leave from the port in our card. */
+static int from_card_port(const struct fm_pkt_out *p)
+{
+    return p->raw || p->hdr.op == FM_OP_HELLO || p->hdr.op == FM_OP_HELLO_ACK ||
+           p->hdr.op == FM_OP_PING;
+}
+
 /* The socket packet p goes out by: the peer's connected one (made on the
  * way, while slots are free or a review freed one), or the rail's own. */
 static struct fm_udp_conn *conn_for(struct fm_udp *u, const struct fm_pkt_out *p)
 {
-    /* HELLOs and PINGs teach the peer our address (the source of the
-     * packet), so they leave from the port in our card. */
-    if (p->raw || p->hdr.op == FM_OP_HELLO || p->hdr.op == FM_OP_HELLO_ACK ||
-        p->hdr.op == FM_OP_PING)
+    if (from_card_port(p))
         return NULL;
     struct fm_udp_conn *free_slot = NULL;
     for (int i = 0; i < FM_UDP_CONNECTED; i++) {
@@ -342,6 +348,18 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
                 total += packet_len(&pkts[j]);
                 j++;
             }
+        /* Else small packets to one peer share a datagram (a FLOW, its first
+         * DATA and an ACK): each datagram costs both kernels a packet's
+         * work, whatever its size. */
+        int bundle = j == i + 1 && !pkts[i].raw;
+        while (bundle && j < n && !pkts[j].raw && same_dest(&pkts[i], &pkts[j]) &&
+               from_card_port(&pkts[j]) == from_card_port(&pkts[i]) &&
+               total + packet_len(&pkts[j]) <= u->datagram_max) {
+            total += packet_len(&pkts[j]);
+            j++;
+        }
+        if (j > i + 1 && bundle)
+            full = total; /* one datagram: no GSO */
         struct msghdr *m = &msg[nmsg].msg_hdr;
         memset(m, 0, sizeof(*m));
         conn[nmsg] = conn_for(u, &pkts[i]);
@@ -355,7 +373,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
         for (int k = i; k < j; k++)
             niov += fm_pkt_seal(&pkts[k], &iov[niov]);
         m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
-        if (j - i > 1) {
+        if (j - i > 1 && full < total) {
             m->msg_control = ctl[nmsg].buf;
             m->msg_controllen = sizeof(ctl[nmsg].buf);
             struct cmsghdr *c = CMSG_FIRSTHDR(m);
@@ -500,10 +518,15 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
                     if (g > 0)
                         seg = (size_t)g;
                 }
-            /* GRO hands several same-size datagrams over as one. */
+            /* GRO hands several same-size datagrams over as one, and a
+             * datagram may carry several packets. */
             for (size_t off = 0; off < len; off += seg) {
-                input(u, net, p + off, FM_MIN(seg, len - off), &u->from[i], now);
-                handled++;
+                size_t dlen = FM_MIN(seg, len - off);
+                for (size_t k = 0, n; k < dlen; k += n) {
+                    n = fm_wire_packet_len(p + off + k, dlen - k);
+                    input(u, net, p + off + k, n, &u->from[i], now);
+                    handled++;
+                }
             }
         }
         if (r < FM_UDP_BATCH)

@@ -36,6 +36,7 @@ struct fm_udp {
     char ifname[32];         /* interface of that address */
     int mtu;
     uint32_t payload;        /* stream bytes per DATA packet (a multiple of 8) */
+    size_t datagram_max;     /* bytes of the largest datagram (MTU less IP and UDP) */
     int gso, gro;            /* kernel offloads in use */
     int busy;                /* the last receive left datagrams queued */
     struct fm_udp_conn conn[FM_UDP_CONNECTED];

@@ -3,7 +3,8 @@
  * docs/wire.md describes it for a second implementation; this header is the
  * definition. All fields are little-endian; structures have no padding.
  *
- *   datagram = fm_wire_hdr, then the payload of its opcode
+ *   datagram = one or more packets back to back
+ *   packet   = fm_wire_hdr, then the `len` bytes of its opcode's payload
  *
  * A packet is accepted only if it is at least a header long, its version is
  * FM_WIRE_VERSION, its CRC32C matches, its job tag is this job's, and it is
@@ -14,13 +15,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
 #endif
 
-#define FM_WIRE_VERSION 2
+#define FM_WIRE_VERSION 3
 
 enum fm_wire_op {
     FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
@@ -193,5 +195,18 @@ uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,
 
 /* Sequence-number order with wrap-around. */
 static inline int fm_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/* The length of the packet at the start of the n bytes left of a datagram:
+ * its header and `len` bytes, or all n if the header is cut short or says
+ * more than is left (then the packet's check drops it). */
+static inline size_t fm_wire_packet_len(const unsigned char *p, size_t n)
+{
+    uint16_t len;
+    if (n < sizeof(struct fm_wire_hdr))
+        return n;
+    memcpy(&len, p + offsetof(struct fm_wire_hdr, len), sizeof(len));
+    size_t m = sizeof(struct fm_wire_hdr) + len;
+    return m <= n ? m : n;
+}
 
 #endif

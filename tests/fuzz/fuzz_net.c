@@ -162,9 +162,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         off += len;
         if (len >= sizeof(struct fm_wire_hdr) && (buf[0] & 1))
             repair(buf, len, tag, buf[1]);
-        /* Any rail, also one that does not exist (taken as rail 0). */
+        /* Any rail, also one that does not exist (taken as rail 0); the
+         * chunk is a datagram, split into packets as the UDP link does. */
         struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 7000};
-        fm_net_input(b, buf, len, len % 3, &src, now);
+        for (size_t k = 0, n; k < len; k += n) {
+            n = fm_wire_packet_len(buf + k, len - k);
+            fm_net_input(b, buf + k, n, len % 3, &src, now);
+        }
         now += 50000;
         pump(b, a, now);
     }
