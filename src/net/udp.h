@@ -47,7 +47,6 @@ struct fm_udp {
     size_t bufsize;
     struct mmsghdr msg[FM_UDP_BATCH];
     int msg_used;            /* headers the last recvmmsg filled: reset before the next */
-    int read_one;            /* the next recvmmsg asks for one datagram (fm_udp_recv) */
     struct iovec iov[FM_UDP_BATCH];
     struct sockaddr_in from[FM_UDP_BATCH];
     char ctl[FM_UDP_BATCH][64];
