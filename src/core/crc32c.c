@@ -1,11 +1,17 @@
 #include "crc32c.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #define POLY 0x82F63B78u /* reflected Castagnoli polynomial */
 
 static uint32_t table[8][256];
-static int hw = -1; /* -1: not decided yet */
+static int hw = -1; /* -1: not decided yet; 1: the CRC instruction (SSE 4.2) */
+#if defined(__x86_64__)
+static int fold; /* 1: AVX-512 carry-less multiplication too (crc_fold) */
+#endif
 
 /*
  * Three streams at once: the CRC instruction takes three cycles but can
@@ -63,6 +69,8 @@ static void init(void)
 #if defined(__x86_64__)
     __builtin_cpu_init();
     hw = __builtin_cpu_supports("sse4.2");
+    fold = hw && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("vpclmulqdq");
 #else
     hw = 0;
 #endif
@@ -119,6 +127,64 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uns
         c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
     return (uint32_t)c;
 }
+
+/*
+ * Folding with carry-less multiplication (Intel's "Fast CRC Computation
+ * for Generic Polynomials Using PCLMULQDQ", on 512-bit registers): 64
+ * bytes are folded forward by D bits by multiplying their two 64-bit
+ * halves per 128-bit lane by x^(D+32) and x^(D-32) mod P (bit-reflected,
+ * shifted left by one) and adding the data D bits on. Four accumulators
+ * hide the multiplier's latency; what is left folds into one 128-bit
+ * value whose CRC, from state 0, the CRC instruction takes, then the
+ * tail. On this machine (AMD EPYC, 2026-11-25): 58 GB/s on 64 KiB against
+ * 21 GB/s for the three streams, 41 against 17 on a 1448-byte packet, 17
+ * against 9.5 at 256 bytes (FOLD_MIN: the four accumulators need as much).
+ */
+#define FOLD_MIN 256
+#define K(d_plus_32, d_minus_32) _mm_set_epi64x((long long)(d_minus_32), (long long)(d_plus_32))
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static __m512i
+fold512(__m512i x, __m512i k, __m512i next)
+{
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+                                     _mm512_clmulepi64_epi128(x, k, 0x11), next, 0x96);
+}
+
+__attribute__((target("pclmul,sse4.2"))) static __m128i fold128(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_fold(uint32_t crc, const unsigned char *p, size_t len)
+{
+    /* The constants of CRC32C for D = 2048, 512, 384, 256 and 128 bits. */
+    const __m512i k2048 = _mm512_broadcast_i32x4(K(0xdcb17aa4, 0xb9e02b86));
+    const __m512i k512 = _mm512_broadcast_i32x4(K(0x740eef02, 0x9e4addf8));
+    const __m128i k384 = K(0x1c291d04, 0x1d82c63da), k256 = K(0x1384aa63a, 0xba4fc28e),
+                  k128 = K(0xf20c0dfe, 0x14cd00bd6);
+    __m512i x0 = _mm512_loadu_si512(p), x1 = _mm512_loadu_si512(p + 64),
+            x2 = _mm512_loadu_si512(p + 128), x3 = _mm512_loadu_si512(p + 192);
+    x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)crc));
+    for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
+        x0 = fold512(x0, k2048, _mm512_loadu_si512(p));
+        x1 = fold512(x1, k2048, _mm512_loadu_si512(p + 64));
+        x2 = fold512(x2, k2048, _mm512_loadu_si512(p + 128));
+        x3 = fold512(x3, k2048, _mm512_loadu_si512(p + 192));
+    }
+    x0 = fold512(fold512(fold512(x0, k512, x1), k512, x2), k512, x3);
+    for (; len >= 64; p += 64, len -= 64)
+        x0 = fold512(x0, k512, _mm512_loadu_si512(p));
+    __m128i v = _mm_xor_si128(fold128(_mm512_extracti32x4_epi32(x0, 0), k384),
+                              fold128(_mm512_extracti32x4_epi32(x0, 1), k256));
+    v = _mm_xor_si128(v, fold128(_mm512_extracti32x4_epi32(x0, 2), k128));
+    v = _mm_xor_si128(v, _mm512_extracti32x4_epi32(x0, 3));
+    for (; len >= 16; p += 16, len -= 16)
+        v = _mm_xor_si128(fold128(v, k128), _mm_loadu_si128((const __m128i *)p));
+    uint64_t c = __builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(v));
+    c = __builtin_ia32_crc32di(c, (uint64_t)_mm_extract_epi64(v, 1));
+    return crc_hw((uint32_t)c, p, len);
+}
 #endif
 
 uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len)
@@ -127,6 +193,8 @@ uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len)
         init();
     crc = ~crc;
 #if defined(__x86_64__)
+    if (fold && len >= FOLD_MIN)
+        return ~crc_fold(crc, data, len);
     if (hw)
         return ~crc_hw(crc, data, len);
 #endif

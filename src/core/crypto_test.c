@@ -31,6 +31,14 @@ int main(void)
             slow = fm_crc32c(slow, big + 3 + i, 1);
         CHECK_EQ(fast, slow);
     }
+    /* Every length around the folding path's thresholds (256 bytes, its
+     * loops of 256, 64 and 16), from a nonzero state and odd addresses. */
+    for (size_t len = 200; len < 1200; len++) {
+        uint32_t fast = fm_crc32c(0x5eed, big + len % 61, len), slow = 0x5eed;
+        for (size_t i = 0; i < len; i++)
+            slow = fm_crc32c(slow, big + len % 61 + i, 1);
+        CHECK_EQ(fast, slow);
+    }
 
     /* SipHash-2-4 reference vectors: key 00..0f, messages 00..(n-1). */
     uint8_t key[16], msg[64];
