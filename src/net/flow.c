@@ -387,16 +387,16 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
         b = b ? b + n : NULL;
         len -= n;
         if (f->wpos == f->rec_end) {
-            if (f->orphan) {
-                __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
-                fm_net_released(net, f);
-                continue;
-            }
             /* The next header's word becomes the frontier: what was laid
              * there ahead of its turn moves to the stash. */
             uint64_t *next = fm_ring_word(&f->ring, f->rec_end);
             f->stash = *next;
             f->stash_pos = f->rec_end;
+            if (f->orphan) {
+                __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);
+                fm_net_released(net, f);
+                continue;
+            }
             *next = 0;
             __atomic_store_n(fm_ring_word(&f->ring, f->rec_start), f->rec_hdr,
                              __ATOMIC_RELEASE);
