@@ -147,6 +147,8 @@ struct fm_pkt_out {
     struct sockaddr_in to;
     int rank;
     uint8_t rail;            /* the local rail (socket) it leaves on */
+    uint8_t side_ok;         /* it may leave by a socket of its own (udp.c): the peer
+                                heard from us on this rail, so it knows our address */
 };
 
 /* What the engine needs from the process it runs in. */

@@ -240,9 +240,9 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     }
     s->t_last_rx = now;
     s->probed = 0;
-    /* Only a PING's source is an address to answer on: other packets may
-     * leave from a socket of their own (udp.c, connected senders). */
-    fm_rail_heard(net, s, rail, h.rail, h.op == FM_OP_PING ? from : NULL, now);
+    /* A packet from a connected sender's socket (udp.c) has a source that
+     * is no address to answer on. */
+    fm_rail_heard(net, s, rail, h.rail, h.flags & FM_HDR_SIDE_PORT ? NULL : from, now);
     if (h.flags & FM_HDR_ACK_VALID)
         fm_loss_on_ack(net, s, h.ack, NULL, NULL, 0, now);
     switch (h.op) {

@@ -13,6 +13,7 @@ void fm_pkt_rail(const struct fm_session *s, struct fm_pkt_out *p, int r)
     p->rail = (uint8_t)r;
     p->hdr.rail = (uint8_t)r;
     p->to = s->rail[r].addr;
+    p->side_ok = s->rail[r].heard;
 }
 
 void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p, uint8_t op)

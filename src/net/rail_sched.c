@@ -94,11 +94,12 @@ void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned pee
 {
     struct sess_rail *sr = &s->rail[r];
     sr->t_rx = now;
+    sr->heard = 1;
     sr->peer_idx = (uint8_t)(peer_idx % FM_RAILS_MAX);
     if (!sr->addr.sin_family) {
         /* The side that did not start the session learns the peer's other
-         * rails from the probes that come on them (from: NULL for other
-         * packets, which teach nothing). */
+         * rails from what comes on them (but from a connected sender's
+         * socket, whose port is not our peer's address: from NULL). */
         if (!from)
             return;
         sr->addr = *from;

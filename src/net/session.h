@@ -81,6 +81,7 @@ struct sess_rail {
     uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
     uint64_t rate_t, rate_from; /* start of the current rate sample: time, delivered */
     uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
+    uint8_t heard;           /* a packet came on it from the peer: it knows our address */
     uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
     uint8_t peer_busy;       /* the peer's receive queue on it is busy */
     uint8_t ping_due;        /* a PING goes on it at the next output */
@@ -252,7 +253,7 @@ int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, in
 /* Rail r stopped answering: its traffic moves to the others. */
 void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now);
 /* A packet came on local rail r from the peer's rail peer_idx; from: its source,
- * when that is an address to answer on (HELLO, PING), else NULL. */
+ * or NULL when that is no address to answer on (FM_HDR_SIDE_PORT). */
 void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
                    const struct sockaddr_in *from, uint64_t now);
 /* The rail the next DATA packet goes on (the policy of FM_RAIL_POLICY). */

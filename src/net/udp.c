@@ -201,11 +201,12 @@ static int conn_open(struct fm_udp *u, struct fm_udp_conn *c, const struct socka
 }
 
 /* HELLOs and PINGs teach the peer our address (the source of the
- * packet), so they leave from the port in our card. */
+ * packet), and so does anything on a rail the peer has not heard us on
+ * yet: they leave from the port in our card. */
 static int from_card_port(const struct fm_pkt_out *p)
 {
-    return p->raw || p->hdr.op == FM_OP_HELLO || p->hdr.op == FM_OP_HELLO_ACK ||
-           p->hdr.op == FM_OP_PING;
+    return p->raw || !p->side_ok || p->hdr.op == FM_OP_HELLO ||
+           p->hdr.op == FM_OP_HELLO_ACK || p->hdr.op == FM_OP_PING;
 }
 
 /* The socket packet p goes out by: the peer's connected one (made on the
@@ -370,8 +371,11 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
             m->msg_namelen = sizeof(pkts[i].to);
         }
         m->msg_iov = &iov[niov];
-        for (int k = i; k < j; k++)
+        for (int k = i; k < j; k++) {
+            if (conn[nmsg])
+                pkts[k].hdr.flags |= FM_HDR_SIDE_PORT; /* receivers learn no address from it */
             niov += fm_pkt_seal(&pkts[k], &iov[niov]);
+        }
         m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
         if (j - i > 1 && full < total) {
             m->msg_control = ctl[nmsg].buf;

@@ -51,6 +51,8 @@ enum fm_wire_op {
                                     which the data header's `credit_lo` holds the low 32
                                     bits of the head (the full value follows from the
                                     sender's own, since a flow is never 4 GiB ahead) */
+#define FM_HDR_SIDE_PORT 0x0008u /* sent from a socket of its own, connected to the receiver:
+                                    its source port is not the sender's address */
 
 /* Every packet starts with this (48 bytes). */
 struct fm_wire_hdr {
