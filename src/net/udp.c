@@ -213,7 +213,7 @@ static int from_card_port(const struct fm_pkt_out *p)
  * way, while slots are free or a review freed one), or the rail's own. */
 static struct fm_udp_conn *conn_for(struct fm_udp *u, const struct fm_pkt_out *p)
 {
-    if (from_card_port(p))
+    if (!u->connect_peers || from_card_port(p))
         return NULL;
     struct fm_udp_conn *free_slot = NULL;
     for (int i = 0; i < FM_UDP_CONNECTED; i++) {

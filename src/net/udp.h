@@ -40,6 +40,7 @@ struct fm_udp {
     size_t datagram_max;     /* bytes of the largest datagram (MTU less IP and UDP) */
     int gso, gro;            /* kernel offloads in use */
     int busy;                /* the last receive left datagrams queued */
+    int connect_peers;       /* peers may get connected senders (one rail only: rails.c) */
     struct fm_udp_conn conn[FM_UDP_CONNECTED];
     uint32_t conn_misses;    /* packets to peers without a slot since the last review */
     struct fm_fault *fault;  /* FM_FAULT, or NULL */
