@@ -223,8 +223,13 @@ static struct fm_udp_conn *conn_for(struct fm_udp *u, const struct fm_pkt_out *p
         else if (c->to.sin_addr.s_addr == p->to.sin_addr.s_addr && c->to.sin_port == p->to.sin_port)
             return c;
     }
-    if (free_slot)
-        return conn_open(u, free_slot, &p->to) == 0 ? free_slot : NULL;
+    if (free_slot) {
+        if (conn_open(u, free_slot, &p->to) == 0)
+            return free_slot;
+        /* Out of descriptors, say: not a socket call per packet from now on. */
+        u->connect_peers = 0;
+        return NULL;
+    }
     u->conn_misses++;
     return NULL;
 }
