@@ -279,7 +279,7 @@ static void test_faulty_stream(const char *spec, uint64_t total)
 static void write_msg(struct fm_net *net, struct fm_txflow *f, size_t len, uint64_t seed,
                       uint64_t *sent)
 {
-    unsigned char buf[4096];
+    static unsigned char buf[65536];
     CHECK(len <= sizeof(buf) && fm_ring_room(&f->ring, len) >= (int64_t)len);
     for (size_t i = 0; i < len; i++)
         buf[i] = fmt_pattern(seed, *sent + i);
@@ -290,13 +290,19 @@ static void write_msg(struct fm_net *net, struct fm_txflow *f, size_t len, uint6
     *sent += len;
 }
 
-/* A ping-pong of 4000-byte messages through 16 KiB rings: each side's
- * credit rides back on its reply (FM_HDR_CREDIT), so the rings, four
- * messages deep, never run dry and hardly an ACK goes on its own; a
- * lost reply's credit comes back in the ACK of the delayed-ACK timer. */
-static void test_pingpong_credits(const char *fault)
+/* A ping-pong of len-byte messages through rings four messages deep, each
+ * round trip `rtt` ns: each side's credit rides back on its reply
+ * (FM_HDR_CREDIT), so the rings never run dry; a lost reply's credit comes
+ * back in the ACK of the delayed-ACK timer. Without loss hardly an ACK goes
+ * on its own: not for a message of more than ACK_EVERY packets, whose reply
+ * carries the acknowledgement, nor for the delayed-ACK timer when round
+ * trips are longer than it. */
+static void test_pingpong(const char *fault, size_t len, uint64_t rtt)
 {
     char err[128];
+    ring_size = 4 * 4096;
+    while (ring_size < 4 * (len + 8))
+        ring_size *= 2;
     reset();
     use_faults = fault != NULL;
     if (fault)
@@ -308,7 +314,7 @@ static void test_pingpong_credits(const char *fault)
     const int rounds = 1000;
     for (int i = 0; i < rounds; i++) {
         for (int side = 0; side < 2; side++) {
-            write_msg(sides[side].net, f[side], 4000, 11 + side, &sent[side]);
+            write_msg(sides[side].net, f[side], len, 11 + side, &sent[side]);
             int t = 0;
             while (got[1 - side] < sent[side]) {
                 CHECK(++t < 10000);
@@ -317,7 +323,7 @@ static void test_pingpong_credits(const char *fault)
                 consume(&sides[1 - side], &got[1 - side], 11 + side);
                 pump_out(1 - side, 0);
                 deliver_all();
-                now += 10000; /* a round trip of 10 us */
+                now += rtt;
             }
         }
     }
@@ -329,6 +335,7 @@ static void test_pingpong_credits(const char *fault)
     if (!fault)
         CHECK(nc[FM_NC_ACKS] < (uint64_t)rounds / 10);
     use_faults = 0;
+    ring_size = RING;
 }
 
 /* Delivers the first k datagrams on the link; the rest stay in flight. */
@@ -574,8 +581,11 @@ int main(void)
     ring_size = 4u << 20;
     test_burst_not_lost();
     ring_size = RING;
-    test_pingpong_credits(NULL);
-    test_pingpong_credits("drop=0.05,seed=8");
+    test_pingpong(NULL, 4000, 10000);
+    test_pingpong("drop=0.05,seed=8", 4000, 10000);
+    test_pingpong(NULL, 40000, 10000);
+    test_pingpong(NULL, 4000, 250000); /* longer than the delayed-ACK timer */
+    test_pingpong("drop=0.05,seed=9", 40000, 10000);
     test_rails();
     test_silence();
     test_bye();

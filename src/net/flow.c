@@ -283,6 +283,7 @@ void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p)
     p->sub.data.credit_lo = (uint32_t)head;
     f->credited = head;
     s->credit_owed = 0;
+    ack_timer_settle(s);
 }
 
 struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,

@@ -24,7 +24,11 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
         memcpy(&d, pl, sizeof(d));
         if (d.flow >= s->rxf_cap || !s->rxf[d.flow])
             return FM_DROP_FLOW;
-        return fm_flow_rx_data(net, s->rxf[d.flow], d.pos, pl + sizeof(d), h->len - sizeof(d));
+        struct fm_rxflow *f = s->rxf[d.flow];
+        enum fm_drop why = fm_flow_rx_data(net, f, d.pos, pl + sizeof(d), h->len - sizeof(d));
+        s->rx_fresh = 1;
+        s->rx_open = f->wpos != f->rec_end;
+        return why;
     }
     case FM_OP_FLOW_END: {
         struct fm_wire_flow_end e;
@@ -145,8 +149,17 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         s->rcv_nxt++;
         s->unacked++;
     }
-    if (s->unacked >= fm_budget_ack_every(net, s))
-        s->ack_now = 1;
+    /* Enough for an ACK of its own. Unless the sender is held to a grant, it
+     * waits while a message is still arriving, and until the program had a
+     * turn with what came: an answer it sends carries the acknowledgement,
+     * which spares the receiver a send on the message's way to it. */
+    uint32_t every = fm_budget_ack_every(net, s);
+    if (s->unacked >= every) {
+        if (s->grant_given || s->unacked >= ACK_DEFER_MAX)
+            s->ack_now = 1;
+        else
+            s->ack_soon = 1;
+    }
     if (!s->t_ack_due)
         s->t_ack_due = 1; /* armed at the next output, with its clock */
     return why;

@@ -32,8 +32,10 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
         /* Riding on this packet, the acknowledgement needs no packet of its
          * own unless the peer must learn of a gap. */
         s->unacked = 0;
+        s->ack_soon = 0;
         if (!s->nheld)
             s->ack_now = 0;
+        ack_timer_settle(s);
     }
     p->sub_len = 0;
     p->raw = 0;
@@ -202,6 +204,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     p->sub_len = (uint16_t)(sizeof(*a) + sizeof(credit[0]) * (size_t)n +
                             sizeof(sack[0]) * (size_t)nsack);
     s->ack_now = 0;
+    s->ack_soon = 0;
     s->unacked = 0;
     s->t_ack_due = 0;
     net->nc[FM_NC_ACKS]++;
@@ -387,11 +390,13 @@ static int rail_probes(struct fm_net *net, struct fm_session *s, struct fm_pkt_o
     return n;
 }
 
-/* Fills packets for one session; returns how many. */
+/* Fills packets for one session; returns how many, and in *again whether
+ * it wants the next output as well. */
 static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
-                          int max, int flush, uint64_t now)
+                          int max, int flush, uint64_t now, int *again)
 {
     int n = 0;
+    *again = 0;
     if (s->state == S_GONE) {
         /* Only the last acknowledgement for a peer that said goodbye. */
         if (s->bye_received && s->ack_now && max > 0) {
@@ -420,10 +425,15 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (s->t_ack_due == 1)
         s->t_ack_due = now + net->p.ack_delay_ns;
     n += rail_probes(net, s, pkts + n, max - n, now);
-    /* (Not on flush: a reply about to be sent carries the acknowledgement.) */
-    if (n < max && (s->ack_now || s->credit_due ||
+    /* (Not on flush: a reply about to be sent carries the acknowledgement.)
+     * An ACK that is only soon waits one more output while its data is
+     * fresh or its message incomplete: the session stays pending for it. */
+    int ack_waits = s->ack_soon && (s->rx_fresh || s->rx_open);
+    s->rx_fresh = 0;
+    if (n < max && (s->ack_now || s->credit_due || (s->ack_soon && !ack_waits) ||
                     ((s->unacked || s->credit_owed) && now >= s->t_ack_due)))
         build_ack(net, s, &pkts[n++]);
+    *again = s->ack_soon;
     if (n)
         s->t_last_tx = now;
     return n;
@@ -465,7 +475,8 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
     int n = 0, i = 0;
     for (; i < net->npending && n < max; i++) {
         struct fm_session *s = net->pending[i];
-        int k = session_output(net, s, pkts + n, max - n, flush, now);
+        int again;
+        int k = session_output(net, s, pkts + n, max - n, flush, now, &again);
         /* Heartbeat: an idle established session still says it lives. */
         if (k == 0 && s->state == S_UP && n < max &&
             now - s->t_last_tx >= net->p.timeout_ns / PINGS_PER_TIMEOUT) {
@@ -478,10 +489,10 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
             count_tx(net, &pkts[n + j]);
         n += k;
         net->next_timer = FM_MIN(net->next_timer, fm_session_deadline(net, s));
-        if (n < max)
-            s->pending = 0; /* done with it; it returns when there is more */
-        else
+        if (n >= max)
             break;
+        if (!again)
+            s->pending = 0; /* done with it; it returns when there is more */
     }
     /* Sessions not reached stay pending for the next call. */
     int keep = 0;

@@ -25,6 +25,9 @@
 
 /* Received packets an ACK waits for before it goes on its own. */
 #define ACK_EVERY 16
+/* How many packets an ACK_EVERY acknowledgement may wait, at most, while a
+ * message arrives or the program answers it. */
+#define ACK_DEFER_MAX 64
 /* owed_flow when more than one flow owes credit: the next ACK carries it. */
 #define FM_FLOW_MANY UINT32_MAX
 /* Heartbeats per timeout: an idle session pings this often. */
@@ -112,6 +115,9 @@ struct fm_session {
     uint8_t pending;       /* in the engine's pending list */
     uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
     uint8_t ack_now;       /* send an ACK at the next output */
+    uint8_t ack_soon;      /* enough came for an ACK: it goes once the program had a turn */
+    uint8_t rx_fresh;      /* DATA delivered since this session's last output */
+    uint8_t rx_open;       /* the last DATA left its message incomplete */
     uint8_t credit_due;    /* credit the sender may be waiting for: an ACK at the next output */
     uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */
     uint32_t owed_flow;    /* the one flow that owes it, or FM_FLOW_MANY */
@@ -239,6 +245,21 @@ static inline uint64_t fm_session_inflight(const struct fm_net *net, const struc
 static inline void mark_pending(struct fm_net *net, struct fm_session *s)
 {
     list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
+}
+
+/*
+ * Our acknowledgement and credit went on a packet going back anyway: the
+ * delayed-ACK timer stops, and the next packet to acknowledge starts it
+ * again. Left running, it would send an ACK of its own for the first packet
+ * after it expired, one per round trip of a ping-pong slower than the
+ * timer. A peer held to a grant keeps it running: such a sender lives on
+ * frequent ACKs, which incast measurements showed (drops at the port
+ * otherwise).
+ */
+static inline void ack_timer_settle(struct fm_session *s)
+{
+    if (!s->unacked && !s->credit_owed && !s->grant_given)
+        s->t_ack_due = 0;
 }
 
 /* ---- between the engine's files -------------------------------------------- */
