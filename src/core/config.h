@@ -103,8 +103,9 @@ typedef char fm_cfg_str[256];
       "over shared memory; their rings are committed only as they talk, and more go "    \
       "over the network link")                                                           \
     X(wait_spin_us, FM_CFG_INT, "FM_WAIT_SPIN_US", "50", 0, 1000000, NULL,               \
-      "microseconds fm_wait polls before it blocks in the kernel; when the node has "    \
-      "more ranks than CPUs it yields a few times instead (0: block at once)")            \
+      "microseconds fm_wait polls before it blocks in the kernel, or twice the recent "  \
+      "typical wait when that is at most 20 times as long; when the node has more "      \
+      "ranks than CPUs it yields a few times instead (0: block at once)")                 \
     X(peer_check_ms, FM_CFG_INT, "FM_PEER_CHECK_MS", "10", 1, 1000, NULL,                \
       "how often a caller retrying on FM_EAGAIN checks that its peers are alive")        \
     X(names_mcast_ms, FM_CFG_INT, "FM_NAMES_MCAST_MS", "1000", 0, 3600000, NULL,         \

@@ -117,7 +117,9 @@ struct fm_ep {
     int nwant, want_cap;
     int want_open;             /* a send waits for an endpoint not yet open */
 
-    /* wait: made at the first sleep in fm_wait */
+    /* wait */
+    uint64_t wait_typical_ns; /* recent waits, averaged: how long fm_wait spins */
+    /* made at the first sleep in fm_wait: */
     uint32_t *sleeping; /* set while it blocks: peers then ring the doorbell */
     uint32_t own_sleeping; /* where that flag is when no link shares it */
     int epfd;    /* doorbell and ctx->epfd, or -1 */
