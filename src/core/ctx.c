@@ -155,6 +155,7 @@ static int init_ctx(fm_ctx **out, bool singleton, const char *const *defaults)
         return FM_ENOMEM;
     ctx->epfd = -1;
     ctx->node_procs = 1;
+    ctx->cpus = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->events_lock, NULL);
     pthread_mutex_init(&ctx->domain_lock, NULL);
@@ -377,9 +378,8 @@ int fm_core_peer_up(const fm_ctx *ctx, int peer)
 
 void fm_core_set_node_procs(fm_ctx *ctx, int nprocs)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->node_procs = nprocs;
-    ctx->oversubscribed = cpus > 0 && nprocs > cpus;
+    ctx->oversubscribed = ctx->cpus > 0 && nprocs > ctx->cpus;
 }
 
 int fm_progress(fm_ctx *ctx)

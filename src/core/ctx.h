@@ -60,6 +60,11 @@ struct fm_ctx {
     uint32_t check_calls;   /* unforced liveness checks asked for (atomic) */
     int node_procs;         /* processes of the job on this node */
     int oversubscribed;     /* more ranks on this node than CPUs we may use */
+    long cpus;              /* online CPUs of the machine */
+    /* (atomic) wait.c: whether the machine had more tasks ready to run than
+     * CPUs when last looked at, and when that was */
+    int crowded;
+    uint64_t crowd_checked_ns;
     int polled;             /* some link needs progress calls (the network) */
     /* Fences between publishing and checking a peer's sleep flag: with
      * membarrier, the fast paths need only a compiler barrier and the rare
