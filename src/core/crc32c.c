@@ -155,35 +155,69 @@ __attribute__((target("pclmul,sse4.2"))) static __m128i fold128(__m128i x, __m12
     return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
-__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
-crc_fold(uint32_t crc, const unsigned char *p, size_t len)
+/* Loads 64 bytes, and stores them at dst + off too when copying (dst is a
+ * constant NULL in crc_fold, so the store compiles away there). */
+#define LOAD(off) load_copy(p + (off), dst ? dst + (off) : NULL)
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"), always_inline)) static inline __m512i
+load_copy(const unsigned char *p, unsigned char *dst)
+{
+    __m512i x = _mm512_loadu_si512(p);
+    if (dst)
+        _mm512_storeu_si512(dst, x);
+    return x;
+}
+
+/* The folding itself; with dst, every byte read is also written there, so
+ * that checking a packet and copying it take one pass. */
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold_body(uint32_t crc, const unsigned char *p, size_t len, unsigned char *dst)
 {
     /* The constants of CRC32C for D = 2048, 512, 384, 256 and 128 bits. */
     const __m512i k2048 = _mm512_broadcast_i32x4(K(0xdcb17aa4, 0xb9e02b86));
     const __m512i k512 = _mm512_broadcast_i32x4(K(0x740eef02, 0x9e4addf8));
     const __m128i k384 = K(0x1c291d04, 0x1d82c63da), k256 = K(0x1384aa63a, 0xba4fc28e),
                   k128 = K(0xf20c0dfe, 0x14cd00bd6);
-    __m512i x0 = _mm512_loadu_si512(p), x1 = _mm512_loadu_si512(p + 64),
-            x2 = _mm512_loadu_si512(p + 128), x3 = _mm512_loadu_si512(p + 192);
+    __m512i x0 = LOAD(0), x1 = LOAD(64), x2 = LOAD(128), x3 = LOAD(192);
     x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)crc));
-    for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
-        x0 = fold512(x0, k2048, _mm512_loadu_si512(p));
-        x1 = fold512(x1, k2048, _mm512_loadu_si512(p + 64));
-        x2 = fold512(x2, k2048, _mm512_loadu_si512(p + 128));
-        x3 = fold512(x3, k2048, _mm512_loadu_si512(p + 192));
+    for (p += 256, dst = dst ? dst + 256 : NULL, len -= 256; len >= 256;
+         p += 256, dst = dst ? dst + 256 : NULL, len -= 256) {
+        x0 = fold512(x0, k2048, LOAD(0));
+        x1 = fold512(x1, k2048, LOAD(64));
+        x2 = fold512(x2, k2048, LOAD(128));
+        x3 = fold512(x3, k2048, LOAD(192));
     }
     x0 = fold512(fold512(fold512(x0, k512, x1), k512, x2), k512, x3);
-    for (; len >= 64; p += 64, len -= 64)
-        x0 = fold512(x0, k512, _mm512_loadu_si512(p));
+    for (; len >= 64; p += 64, dst = dst ? dst + 64 : NULL, len -= 64)
+        x0 = fold512(x0, k512, LOAD(0));
     __m128i v = _mm_xor_si128(fold128(_mm512_extracti32x4_epi32(x0, 0), k384),
                               fold128(_mm512_extracti32x4_epi32(x0, 1), k256));
     v = _mm_xor_si128(v, fold128(_mm512_extracti32x4_epi32(x0, 2), k128));
     v = _mm_xor_si128(v, _mm512_extracti32x4_epi32(x0, 3));
-    for (; len >= 16; p += 16, len -= 16)
-        v = _mm_xor_si128(fold128(v, k128), _mm_loadu_si128((const __m128i *)p));
+    for (; len >= 16; p += 16, dst = dst ? dst + 16 : NULL, len -= 16) {
+        __m128i y = _mm_loadu_si128((const __m128i *)p);
+        if (dst)
+            _mm_storeu_si128((__m128i *)dst, y);
+        v = _mm_xor_si128(fold128(v, k128), y);
+    }
+    if (dst)
+        memcpy(dst, p, len);
     uint64_t c = __builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(v));
     c = __builtin_ia32_crc32di(c, (uint64_t)_mm_extract_epi64(v, 1));
     return crc_hw((uint32_t)c, p, len);
+}
+#undef LOAD
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_fold(uint32_t crc, const unsigned char *p, size_t len)
+{
+    return fold_body(crc, p, len, NULL);
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_fold_copy(uint32_t crc, unsigned char *dst, const unsigned char *p, size_t len)
+{
+    return fold_body(crc, p, len, dst);
 }
 #endif
 
@@ -199,6 +233,18 @@ uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len)
         return ~crc_hw(crc, data, len);
 #endif
     return ~crc_sw(crc, data, len);
+}
+
+uint32_t fm_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    if (__builtin_expect(hw < 0, 0))
+        init();
+#if defined(__x86_64__)
+    if (fold && len >= FOLD_MIN)
+        return ~crc_fold_copy(~crc, dst, src, len);
+#endif
+    memcpy(dst, src, len);
+    return fm_crc32c(crc, dst, len);
 }
 
 int fm_crc32c_hw(void)

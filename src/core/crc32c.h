@@ -9,6 +9,10 @@
 /* Continues a CRC32C over data: start with crc = 0. */
 uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len);
 
+/* Copies len bytes from src to dst (which do not overlap) and continues the
+ * CRC32C over them, in one pass where the CPU folds with AVX-512. */
+uint32_t fm_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
 /* Whether the hardware instruction is used (for fm_info). */
 int fm_crc32c_hw(void);
 

@@ -39,6 +39,15 @@ int main(void)
             slow = fm_crc32c(slow, big + len % 61 + i, 1);
         CHECK_EQ(fast, slow);
     }
+    /* The copying CRC: the same value, every byte copied, none beyond. */
+    static unsigned char dst[1400];
+    for (size_t len = 0; len < 1200; len += len < 300 ? 1 : 7) {
+        memset(dst, 0xa5, sizeof(dst));
+        const unsigned char *src = big + len % 61;
+        CHECK_EQ(fm_crc32c_copy(0x5eed, dst + 5, src, len), fm_crc32c(0x5eed, src, len));
+        CHECK(memcmp(dst + 5, src, len) == 0);
+        CHECK(dst[4] == 0xa5 && dst[5 + len] == 0xa5);
+    }
 
     /* SipHash-2-4 reference vectors: key 00..0f, messages 00..(n-1). */
     uint8_t key[16], msg[64];

@@ -291,8 +291,8 @@ uint64_t fm_net_unacked(const struct fm_net *net);
 /* Says goodbye to every peer (BYE in sequence, after all data). */
 void fm_net_bye(struct fm_net *net);
 
-/* Seals a packet (length, checksum) and describes it as up to 4 pieces;
- * returns how many. */
+/* Seals a packet (length, checksum) and describes it as up to 3 pieces
+ * (header, then data in one or two); returns how many. */
 int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4]);
 
 /* Counters: engine counters, then drops by reason. */

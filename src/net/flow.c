@@ -15,6 +15,8 @@
  */
 #include "session.h"
 
+#include "core/crc32c.h"
+
 #include "core/log.h"
 
 #include <string.h>
@@ -331,7 +333,24 @@ static int at_frontier(const struct fm_rxflow *f, uint64_t pos)
     return pos == f->wpos && f->wpos == f->rec_end;
 }
 
-int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len)
+/* Copies len bytes to ring position pos, wrapping at the end, and continues
+ * the CRC *crc over them (crc NULL: a plain copy). */
+static void put(const struct fm_ring *r, uint64_t pos, const unsigned char *b, size_t len,
+                uint32_t *crc)
+{
+    if (!crc) {
+        fm_ring_put(r, pos, b, len);
+        return;
+    }
+    uint64_t off = pos & (r->size - 1);
+    size_t first = (size_t)FM_MIN((uint64_t)len, r->size - off);
+    *crc = fm_crc32c_copy(*crc, r->data + off, b, first);
+    if (first < len)
+        *crc = fm_crc32c_copy(*crc, r->data, b + first, len - first);
+}
+
+static int place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
+                 uint32_t *crc)
 {
     uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
     if (f->orphan || (pos & 7) || (len & 7) || len < 8 || pos < f->wpos ||
@@ -340,12 +359,25 @@ int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, 
     if (at_frontier(f, pos)) {
         memcpy(&f->stash, b, 8);
         f->stash_pos = pos;
+        if (crc)
+            *crc = fm_crc32c(*crc, b, 8);
         pos += 8;
         b += 8;
         len -= 8;
     }
-    fm_ring_put(&f->ring, pos, b, len);
+    put(&f->ring, pos, b, len, crc);
     return 0;
+}
+
+int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len)
+{
+    return place(f, pos, b, len, NULL);
+}
+
+int fm_flow_rx_place_crc(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
+                         uint32_t *crc)
+{
+    return place(f, pos, b, len, crc);
 }
 
 /*

@@ -6,6 +6,7 @@
  */
 #include "session.h"
 
+#include <stddef.h>
 #include <string.h>
 
 void fm_pkt_rail(const struct fm_session *s, struct fm_pkt_out *p, int r)
@@ -529,13 +530,21 @@ int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
         iov[0] = (struct iovec){(void *)p->bytes[0], p->nbytes[0]};
         return 1;
     }
+    /* The header and its sub-header are one piece: every piece of a
+     * datagram costs the kernel an iovec to import and a copy to start. */
+    _Static_assert(offsetof(struct fm_pkt_out, sub) == sizeof(struct fm_wire_hdr),
+                   "the sub-header follows the header");
+    struct iovec payload[3];
     int n = 0;
-    iov[n++] = (struct iovec){&p->hdr, sizeof(p->hdr)};
     if (p->sub_len)
-        iov[n++] = (struct iovec){&p->sub, p->sub_len};
+        payload[n++] = (struct iovec){&p->sub, p->sub_len};
     for (int i = 0; i < 2; i++)
         if (p->nbytes[i])
-            iov[n++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
-    fm_wire_seal(&p->hdr, iov + 1, n - 1);
-    return n;
+            payload[n++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
+    fm_wire_seal(&p->hdr, payload, n);
+    iov[0] = (struct iovec){&p->hdr, sizeof(p->hdr) + p->sub_len};
+    int k = 1;
+    for (int i = p->sub_len ? 1 : 0; i < n; i++)
+        iov[k++] = payload[i];
+    return k;
 }
