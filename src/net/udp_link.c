@@ -54,6 +54,13 @@ struct udp_link {
     uint32_t idle;             /* atomic: no packet for IDLE_AFTER_NS at the last read */
     uint64_t last_read;        /* atomic: fm_ticks() at the last read */
     uint32_t calls;            /* atomic: progress calls, for the watchdog thread */
+    /* During a send from the caller's memory (send_from_caller): the ring's
+     * stream bytes [lo, hi) are not copied in yet, and are at src there. */
+    struct {
+        const struct fm_ring *ring;
+        uint64_t lo, hi;
+        const unsigned char *src;
+    } caller;
 };
 
 /* A flow's ring as an endpoint reads it: the core's fm_rx, and its place
@@ -101,12 +108,64 @@ static void send_out(struct udp_link *nl, int n)
     }
 }
 
+/* Where a piece of a packet that points into the ring lies in the caller's
+ * memory, or NULL if it lies wholly outside the bytes not copied in yet.
+ * *straddles: it lies partly inside. */
+static const void *caller_bytes(const struct udp_link *nl, const void *piece, size_t len,
+                                int *straddles)
+{
+    const struct fm_ring *r = nl->caller.ring;
+    const unsigned char *p = piece;
+    if (!len || p < r->data || p >= r->data + r->size)
+        return NULL;
+    uint64_t mask = r->size - 1;
+    /* The stream position that ring offset has in [lo, lo + size). */
+    uint64_t pos = nl->caller.lo + (((uint64_t)(p - r->data) - nl->caller.lo) & mask);
+    if (pos >= nl->caller.hi)
+        return NULL;
+    if (pos + len > nl->caller.hi) {
+        *straddles = 1;
+        return NULL;
+    }
+    return nl->caller.src + (pos - nl->caller.lo);
+}
+
+/* Points the batch's packets at the caller's memory for the bytes not in
+ * the ring yet. A packet that holds some of them and some bytes before
+ * (the engine did not start its packets where the message's first one
+ * ended) makes the rest of the message go into the ring first. */
+static void from_caller(struct udp_link *nl, struct fm_pkt_out *pkts, int n)
+{
+    int straddles = 0;
+    for (int i = 0; i < n && !straddles; i++)
+        for (int k = 0; k < 2; k++)
+            if (pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw)
+                caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k], &straddles);
+    if (straddles) {
+        fm_ring_put(nl->caller.ring, nl->caller.lo, nl->caller.src,
+                    nl->caller.hi - nl->caller.lo);
+        nl->caller.ring = NULL;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            const void *b = pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw
+                                ? caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k],
+                                               &straddles)
+                                : NULL;
+            if (b)
+                pkts[i].bytes[k] = b;
+        }
+}
+
 /* Sends what the engine has, in batches. */
 static void output(struct udp_link *nl, int flush, uint64_t now)
 {
     int n;
     do {
         n = fm_net_output(nl->engine, nl->out, FM_UDP_SEND_MAX, flush, now);
+        if (n && nl->caller.ring)
+            from_caller(nl, nl->out, n);
         if (n) {
             send_out(nl, n);
             __atomic_store_n(&nl->last_traffic_ns, now, __ATOMIC_RELAXED);
@@ -582,6 +641,38 @@ static int64_t take(struct udp_link *nl, struct fm_route *rt, size_t len, void *
     return n;
 }
 
+/* A message at least this long leaves from the caller's memory. */
+#define FROM_CALLER_MIN 16384
+
+static uint32_t min_payload(const struct udp_link *nl);
+
+/*
+ * Sends a message of n bytes at src from the caller's memory: its packets
+ * go out first, and then its bytes are copied into the ring, where a
+ * retransmission or a packet sent later finds them. The copy is then no
+ * longer on the message's way to the receiver; it overlaps the receiver's
+ * work instead. The first packet's worth (it holds the record's header
+ * too) is copied before, so that the next packets start where the
+ * message's bytes not yet copied do. (Lock held.)
+ */
+static void send_from_caller(struct udp_link *nl, struct fm_route *rt, const unsigned char *src,
+                             size_t n, fm_ctx *ctx)
+{
+    struct fm_ring *r = &rt->ring;
+    uint64_t start = r->ctl->tail + FM_REC_HDR;
+    size_t early = FM_MIN(n, (size_t)min_payload(nl) - FM_REC_HDR);
+    fm_ring_put(r, start, src, early);
+    fm_ring_publish(r, FM_REC_DATA, (uint32_t)n);
+    nl->caller.ring = r;
+    nl->caller.lo = start + early;
+    nl->caller.hi = start + n;
+    nl->caller.src = src + early;
+    kick(nl, rt->link_rt, ctx);
+    if (nl->caller.ring) /* else from_caller copied it already */
+        fm_ring_put(r, start + early, src + early, n - early);
+    nl->caller.ring = NULL;
+}
+
 static ssize_t udp_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
                         size_t total)
 {
@@ -589,7 +680,9 @@ static ssize_t udp_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov,
     struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
     pthread_mutex_lock(&nl->lock);
     int64_t n = route_current(rt) ? take(nl, rt, total, NULL) : -1;
-    if (n >= 0) {
+    if (n >= FROM_CALLER_MIN && iov[0].iov_len >= (size_t)n) {
+        send_from_caller(nl, rt, iov[0].iov_base, (size_t)n, ctx);
+    } else if (n >= 0) {
         fm_ring_write(&rt->ring, FM_REC_DATA, iov, iovcnt, (size_t)n);
         kick(nl, rt->link_rt, ctx);
     }
