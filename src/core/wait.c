@@ -156,7 +156,14 @@ static uint64_t spin_ns(const fm_ep *ep, uint64_t now)
     return stretched;
 }
 
-static int wait(fm_ep *ep, int timeout_ms);
+static int wait(fm_ep *ep, int timeout_ms, uint64_t start, uint64_t *last);
+
+/* wait() returns rc, and the clock as it last read it. */
+static inline int ended(uint64_t *last, uint64_t now, int rc)
+{
+    *last = now;
+    return rc;
+}
 
 int fm_wait(fm_ep *ep, int timeout_ms)
 {
@@ -164,18 +171,19 @@ int fm_wait(fm_ep *ep, int timeout_ms)
         return FM_EINVAL;
     if (fm_ep_ready(ep))
         return 0;
-    uint64_t t0 = fm_now_ns();
-    int rc = wait(ep, timeout_ms);
-    uint64_t took = fm_now_ns() - t0;
-    ep->wait_typical_ns = (7 * ep->wait_typical_ns + took) / 8;
+    uint64_t start = fm_now_ns(), last = start;
+    int rc = wait(ep, timeout_ms, start, &last);
+    /* last: the clock as wait() last read it. It is not read again for
+     * this: a wait on shared memory takes about as long as two readings. */
+    ep->wait_typical_ns = (7 * ep->wait_typical_ns + (last - start)) / 8;
     return rc;
 }
 
-static int wait(fm_ep *ep, int timeout_ms)
+static int wait(fm_ep *ep, int timeout_ms, uint64_t start, uint64_t *last)
 {
     fm_ctx *ctx = ep->ctx;
     int rc;
-    uint64_t now = fm_now_ns();
+    uint64_t now = start;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_end = FM_MIN(deadline, now + spin_ns(ep, now));
     /* With a network path, polling means reading the socket too, between
@@ -187,7 +195,7 @@ static int wait(fm_ep *ep, int timeout_ms)
         for (int i = 0; i < looks; i++) {
             fm_cpu_relax();
             if (fm_ep_ready(ep))
-                return 0;
+                return ended(last, now, 0);
         }
         now = fm_now_ns();
     }
@@ -197,12 +205,12 @@ static int wait(fm_ep *ep, int timeout_ms)
             if (ctx->polled)
                 fm_links_progress(ctx, 1);
             if (fm_ep_ready(ep))
-                return 0;
+                return ended(last, now, 0);
             now = fm_now_ns();
         }
     }
     if (ep->epfd < 0 && (rc = make_bell(ep)) != 0)
-        return rc;
+        return ended(last, now, rc);
     for (;;) {
         if (ctx->polled)
             fm_links_progress(ctx, 1);
@@ -217,27 +225,28 @@ static int wait(fm_ep *ep, int timeout_ms)
         now = fm_now_ns();
         if (wake != UINT64_MAX && wake <= now + SHORT_SLEEP_NS) {
             /* Too soon to be worth a sleep: poll until then. */
-            while (fm_now_ns() < wake) {
+            while ((now = fm_now_ns()) < wake) {
                 if (ctx->polled)
                     fm_links_progress(ctx, 1);
                 if (fm_ep_ready(ep))
-                    return 0;
+                    return ended(last, now, 0);
                 fm_cpu_relax();
             }
-            if (fm_now_ns() >= deadline)
-                return FM_ETIMEDOUT;
+            if (now >= deadline)
+                return ended(last, now, FM_ETIMEDOUT);
             continue;
         }
         arm(ep, 1);
         if (fm_ep_ready(ep)) {
             arm(ep, 0);
-            return 0;
+            return ended(last, now, 0);
         }
         struct epoll_event ev[2];
         struct timespec ts = {.tv_sec = (time_t)((wake - now) / 1000000000u),
                               .tv_nsec = (long)((wake - now) % 1000000000u)};
         int n = epoll_pwait2(ep->epfd, ev, 2, wake == UINT64_MAX ? NULL : &ts, NULL);
         int err = n < 0 ? errno : 0; /* before the calls below change errno */
+        now = fm_now_ns();
         arm(ep, 0);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u32 == 0)
@@ -248,15 +257,15 @@ static int wait(fm_ep *ep, int timeout_ms)
         if (ctx->polled)
             fm_links_progress(ctx, 1);
         if (n < 0 && err != EINTR)
-            return FM_ESYS;
+            return ended(last, now, FM_ESYS);
         if (ep->want_open) {
             ep->want_open = 0;
-            return 0; /* the caller retries its send */
+            return ended(last, now, 0); /* the caller retries its send */
         }
         if (fm_ep_ready(ep))
-            return 0;
+            return ended(last, now, 0);
         now = fm_now_ns();
         if (now >= deadline)
-            return FM_ETIMEDOUT;
+            return ended(last, now, FM_ETIMEDOUT);
     }
 }
