@@ -20,7 +20,7 @@
  * did neither); above the maximum the queue is no longer short. */
 #define BUDGET_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
-#define GRANT_MIN_PACKETS 4
+#define GRANT_MIN_PACKETS 6
 /* Round trip assumed before one was measured. */
 #define RTT_DEFAULT_NS 100000u
 /* A peer counts as active for this long after its last DATA (at least). */
@@ -71,10 +71,14 @@ uint32_t fm_budget_grant(const struct fm_net *net)
         return 0; /* one sender: its credit is enough */
     uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
     b = FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
-    /* At least four packets each: with two, every packet cost its sender a
-     * wake-up for an ACK, and 32 senders on two CPUs left the port idle
-     * half the time. The floor lets n x 4 packets queue: a thousand
-     * senders need grants in turns (Homa's overcommitment), not yet built. */
+    /* At least GRANT_MIN_PACKETS each: with two, every packet cost its
+     * sender a wake-up for an ACK, and 32 senders on two CPUs left the port
+     * idle half the time; with four, 34 processes on two CPUs stretched the
+     * ACK loop so much that 32 senders filled 0.67-0.83x of the port, with
+     * six 0.90-0.95x (bench/incast.sh --senders 32, 3 runs each; drops
+     * 0-0.05 %, eight gave 0.96x but 0.5 %). The floor lets n x 6 packets
+     * queue: a thousand senders need grants in turns (Homa's
+     * overcommitment), not yet built. */
     return (uint32_t)FM_MAX(b / n, GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
 }
 
