@@ -133,6 +133,7 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
     enum fm_drop why = deliver(net, s, &h, (const unsigned char *)pkt + sizeof(h), placed);
     s->rcv_nxt++;
     s->unacked++;
+    s->rx_since_tx += s->rx_since_tx < UINT32_MAX;
     /* Then whatever was waiting behind it. */
     struct held *hd;
     while (s->nheld && s->state != S_GONE &&
@@ -154,14 +155,16 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         s->nheld--;
         s->rcv_nxt++;
         s->unacked++;
+        s->rx_since_tx += s->rx_since_tx < UINT32_MAX;
     }
-    /* Enough for an ACK of its own. Unless the sender is held to a grant, it
-     * waits while a message is still arriving, and until the program had a
-     * turn with what came: an answer it sends carries the acknowledgement,
-     * which spares the receiver a send on the message's way to it. */
+    /* Enough for an ACK of its own. In an exchange (we sent DATA back
+     * lately) and unless the sender is held to a grant, it waits while a
+     * message is still arriving, and until the program had a turn with what
+     * came: an answer it sends carries the acknowledgement, which spares the
+     * receiver a send on the message's way to it. */
     uint32_t every = fm_budget_ack_every(net, s);
     if (s->unacked >= every) {
-        if (s->grant_given || s->unacked >= ACK_DEFER_MAX)
+        if (s->grant_given || s->unacked >= ACK_DEFER_MAX || s->rx_since_tx >= ACK_DEFER_MAX)
             s->ack_now = 1;
         else
             s->ack_soon = 1;

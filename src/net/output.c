@@ -22,6 +22,8 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     memset(&p->hdr, 0, sizeof(p->hdr));
     p->hdr.version = FM_WIRE_VERSION;
     p->hdr.op = op;
+    if (op == FM_OP_DATA)
+        s->rx_since_tx = 0;
     p->hdr.job = s->named ? net->domain : net->job;
     p->hdr.src_rank = s->named ? FM_WIRE_NAMED : (uint32_t)net->p.rank;
     p->hdr.dst_rank = s->named ? FM_WIRE_NAMED : (uint32_t)s->rank;

@@ -26,7 +26,10 @@
 /* Received packets an ACK waits for before it goes on its own. */
 #define ACK_EVERY 16
 /* How many packets an ACK_EVERY acknowledgement may wait, at most, while a
- * message arrives or the program answers it. */
+ * message arrives or the program answers it; and how many a session may
+ * receive without sending DATA back before it counts as a one-way stream,
+ * whose ACKs go every ACK_EVERY (a sender on several rails dispatches by
+ * them). */
 #define ACK_DEFER_MAX 64
 /* owed_flow when more than one flow owes credit: the next ACK carries it. */
 #define FM_FLOW_MANY UINT32_MAX
@@ -118,6 +121,7 @@ struct fm_session {
     uint8_t ack_soon;      /* enough came for an ACK: it goes once the program had a turn */
     uint8_t rx_fresh;      /* DATA delivered since this session's last output */
     uint8_t rx_open;       /* the last DATA left its message incomplete */
+    uint32_t rx_since_tx;  /* sequenced packets received since we last sent DATA */
     uint8_t credit_due;    /* credit the sender may be waiting for: an ACK at the next output */
     uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */
     uint32_t owed_flow;    /* the one flow that owes it, or FM_FLOW_MANY */
