@@ -658,19 +658,27 @@ static uint32_t min_payload(const struct udp_link *nl);
 static void send_from_caller(struct udp_link *nl, struct fm_route *rt, const unsigned char *src,
                              size_t n, fm_ctx *ctx)
 {
+    struct fm_txflow *f = rt->link_rt;
     struct fm_ring *r = &rt->ring;
     uint64_t start = r->ctl->tail + FM_REC_HDR;
     size_t early = FM_MIN(n, (size_t)min_payload(nl) - FM_REC_HDR);
     fm_ring_put(r, start, src, early);
     fm_ring_publish(r, FM_REC_DATA, (uint32_t)n);
+    /* The flow may end while its packets go (its peer refused them): the
+     * pin keeps its ring until the copy below, as for a grant. */
+    int pin = !f->pinned;
+    if (pin)
+        fm_net_flow_pin(nl->engine, f, 1);
     nl->caller.ring = r;
     nl->caller.lo = start + early;
     nl->caller.hi = start + n;
     nl->caller.src = src + early;
-    kick(nl, rt->link_rt, ctx);
+    kick(nl, f, ctx);
     if (nl->caller.ring) /* else from_caller copied it already */
         fm_ring_put(r, start + early, src + early, n - early);
     nl->caller.ring = NULL;
+    if (pin)
+        fm_net_flow_pin(nl->engine, f, 0);
 }
 
 static ssize_t udp_send(fm_ep *ep, struct fm_route *rt, const struct iovec *iov, int iovcnt,
