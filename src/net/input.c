@@ -5,11 +5,9 @@
  */
 #include "session.h"
 
-#include "core/crc32c.h"
 #include "core/log.h"
 
 #include <arpa/inet.h>
-#include <stddef.h>
 #include <string.h>
 
 /* pl: the packet's payload; placed: its DATA bytes are in the ring already
@@ -225,12 +223,7 @@ static int place_in_order(struct fm_net *net, const unsigned char *pkt, size_t l
     struct fm_rxflow *f = d.flow < s->rxf_cap ? s->rxf[d.flow] : NULL;
     if (!f || d.pos != f->wpos)
         return 0;
-    /* The CRC is computed with its own field zero. */
-    static const uint32_t zero = 0;
-    uint32_t crc = fm_crc32c(0, pkt, offsetof(struct fm_wire_hdr, crc));
-    crc = fm_crc32c(crc, &zero, sizeof(zero));
-    crc = fm_crc32c(crc, pkt + offsetof(struct fm_wire_hdr, job),
-                    sizeof(h) + sizeof(d) - offsetof(struct fm_wire_hdr, job));
+    uint32_t crc = fm_wire_crc_prefix(pkt, sizeof(h) + sizeof(d));
     if (fm_flow_rx_place_crc(f, d.pos, pkt + sizeof(h) + sizeof(d), len - sizeof(h) - sizeof(d),
                              &crc) != 0)
         return 0;

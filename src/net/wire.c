@@ -22,6 +22,16 @@ const char *const fm_drop_names[FM_DROP_COUNT] = {
     [FM_DROP_FAULT] = "fault",
 };
 
+uint32_t fm_wire_crc_prefix(const void *pkt, size_t len)
+{
+    /* The CRC is computed with its own field zero. */
+    static const uint32_t zero = 0;
+    uint32_t crc = fm_crc32c(0, pkt, offsetof(struct fm_wire_hdr, crc));
+    crc = fm_crc32c(crc, &zero, sizeof(zero));
+    return fm_crc32c(crc, (const char *)pkt + offsetof(struct fm_wire_hdr, job),
+                     len - offsetof(struct fm_wire_hdr, job));
+}
+
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
                            uint32_t rank, uint32_t size)
 {
@@ -33,13 +43,7 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
         return FM_DROP_VERSION;
     if (sizeof(h) + h.len != len)
         return FM_DROP_SHORT;
-    /* The CRC is computed with its own field zero. */
-    static const uint32_t zero = 0;
-    uint32_t crc = fm_crc32c(0, pkt, offsetof(struct fm_wire_hdr, crc));
-    crc = fm_crc32c(crc, &zero, sizeof(zero));
-    crc = fm_crc32c(crc, (const char *)pkt + offsetof(struct fm_wire_hdr, job),
-                    len - offsetof(struct fm_wire_hdr, job));
-    if (crc != h.crc)
+    if (fm_wire_crc_prefix(pkt, len) != h.crc)
         return FM_DROP_CRC;
     if (h.job == job) {
         if (h.dst_rank != rank || h.src_rank >= size)

@@ -176,6 +176,10 @@ enum fm_drop {
 /* Names of the drop reasons, for counters and logs. */
 extern const char *const fm_drop_names[FM_DROP_COUNT];
 
+/* The CRC of a packet's first len bytes (at least its header), its CRC
+ * field counted as zero: the whole packet's is what the header carries. */
+uint32_t fm_wire_crc_prefix(const void *pkt, size_t len);
+
 /* Checks what every packet must satisfy before its opcode is looked at:
  * size, version, checksum, job tag, destination. A packet under the domain
  * tag (0: none) must be FM_WIRE_NAMED both ways. Returns FM_DROP_NONE or
