@@ -133,28 +133,22 @@ static const void *caller_bytes(const struct udp_link *nl, const void *piece, si
 /* Points the batch's packets at the caller's memory for the bytes not in
  * the ring yet. A packet that holds some of them and some bytes before
  * (the engine did not start its packets where the message's first one
- * ended) makes the rest of the message go into the ring first. */
+ * ended) makes the rest of the message go into the ring at once; pieces
+ * pointed at the caller's memory before that stay right. */
 static void from_caller(struct udp_link *nl, struct fm_pkt_out *pkts, int n)
 {
-    int straddles = 0;
-    for (int i = 0; i < n && !straddles; i++)
-        for (int k = 0; k < 2; k++)
-            if (pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw)
-                caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k], &straddles);
-    if (straddles) {
-        fm_ring_put(nl->caller.ring, nl->caller.lo, nl->caller.src,
-                    nl->caller.hi - nl->caller.lo);
-        nl->caller.ring = NULL;
-        return;
-    }
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 2; k++) {
-            const void *b = pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw
-                                ? caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k],
-                                               &straddles)
-                                : NULL;
+    for (int i = 0; i < n && nl->caller.ring; i++)
+        for (int k = 0; k < 2 && pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw; k++) {
+            int straddles = 0;
+            const void *b = caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k], &straddles);
             if (b)
                 pkts[i].bytes[k] = b;
+            if (straddles) {
+                fm_ring_put(nl->caller.ring, nl->caller.lo, nl->caller.src,
+                            nl->caller.hi - nl->caller.lo);
+                nl->caller.ring = NULL;
+                break;
+            }
         }
 }
 
