@@ -124,6 +124,7 @@ struct fm_ep {
 
     /* wait */
     uint64_t wait_typical_ns; /* recent waits, averaged: how long fm_wait spins */
+    uint8_t sent_since_wait;  /* a send since the last fm_wait: the next may await its answer */
     /* made at the first sleep in fm_wait: */
     uint32_t *sleeping; /* set while it blocks: peers then ring the doorbell */
     uint32_t own_sleeping; /* where that flag is when no link shares it */

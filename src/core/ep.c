@@ -463,6 +463,7 @@ static inline int route_for_send(fm_ep *ep, fm_addr dst, struct fm_route **rt)
 
 static inline void count_send(fm_ep *ep)
 {
+    ep->sent_since_wait = 1;
     if (fm_unlikely(--ep->sends_to_check == 0)) {
         ep->sends_to_check = SENDS_PER_CHECK;
         fm_ctx_check_peers(ep->ctx, 0);
