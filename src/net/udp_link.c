@@ -108,9 +108,17 @@ static void send_out(struct udp_link *nl, int n)
     }
 }
 
-/* Where a piece of a packet that points into the ring lies in the caller's
- * memory, or NULL if it lies wholly outside the bytes not copied in yet.
- * *straddles: it lies partly inside. */
+/*
+ * Where a piece of a packet that points into the ring lies in the caller's
+ * memory, or NULL if it holds none of the bytes not copied in yet.
+ * *straddles: it holds some of them and some others, which happens when
+ * the engine did not start a packet where the message's first one ended
+ * (earlier data still waited to go, or a retransmission).
+ *
+ * A piece lies at most a ring's size before the message's end, so its
+ * ring offset tells its stream position: counted from lo, offsets below
+ * the message's length are in it, the others lie before it.
+ */
 static const void *caller_bytes(const struct udp_link *nl, const void *piece, size_t len,
                                 int *straddles)
 {
@@ -118,23 +126,23 @@ static const void *caller_bytes(const struct udp_link *nl, const void *piece, si
     const unsigned char *p = piece;
     if (!len || p < r->data || p >= r->data + r->size)
         return NULL;
-    uint64_t mask = r->size - 1;
-    /* The stream position that ring offset has in [lo, lo + size). */
-    uint64_t pos = nl->caller.lo + (((uint64_t)(p - r->data) - nl->caller.lo) & mask);
-    if (pos >= nl->caller.hi)
+    uint64_t rel = ((uint64_t)(p - r->data) - nl->caller.lo) & (r->size - 1);
+    uint64_t span = nl->caller.hi - nl->caller.lo;
+    if (rel >= span) { /* starts before lo, r->size - rel bytes before */
+        *straddles = len > r->size - rel;
         return NULL;
-    if (pos + len > nl->caller.hi) {
+    }
+    if (rel + len > span) {
         *straddles = 1;
         return NULL;
     }
-    return nl->caller.src + (pos - nl->caller.lo);
+    return nl->caller.src + rel;
 }
 
 /* Points the batch's packets at the caller's memory for the bytes not in
- * the ring yet. A packet that holds some of them and some bytes before
- * (the engine did not start its packets where the message's first one
- * ended) makes the rest of the message go into the ring at once; pieces
- * pointed at the caller's memory before that stay right. */
+ * the ring yet. A piece that holds some of them and other bytes makes the
+ * rest of the message go into the ring at once; pieces pointed at the
+ * caller's memory before that stay right. */
 static void from_caller(struct udp_link *nl, struct fm_pkt_out *pkts, int n)
 {
     for (int i = 0; i < n && nl->caller.ring; i++)
