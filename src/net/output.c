@@ -95,8 +95,7 @@ static void emit(struct fm_net *net, struct fm_session *s, uint32_t q, struct fm
     fm_pkt_rail(s, p, r);
     e->rail = (uint8_t)r;
     if (e->op == FM_OP_DATA) {
-        e->counted = 1;
-        s->rail[r].inflight += e->len;
+        fm_rail_sent(net, &s->rail[r], e, now);
         net->rail_tx[r] += e->len;
     }
 }

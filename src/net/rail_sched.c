@@ -21,31 +21,53 @@ void fm_rail_settle(struct fm_session *s, struct txent *e)
  * what it can carry, not what it was given. */
 #define RAIL_BACKLOG_PACKETS 8
 
+/* A rate sample spans at least this long (shorter ones measure how the
+ * acknowledgements bunched, not the rail), and the estimate takes the
+ * largest sample of each stretch this long. */
+#define RATE_STRETCH_NS 200000u
+
+/* DATA entry e leaves on rail sr: it counts in flight there, and notes how
+ * much the rail had delivered by when, to measure the rate it delivers at
+ * over e's flight when e is acknowledged. */
+void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uint64_t now)
+{
+    if (!sr->inflight)
+        sr->delivered_t = now; /* from idle: the pause is no part of a sample */
+    e->rs_busy = sr->inflight >= RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload;
+    e->rs_delivered = sr->delivered;
+    e->rs_t = sr->delivered_t;
+    e->counted = 1;
+    sr->inflight += e->len;
+}
+
 /*
- * e was acknowledged: its bytes count as delivered by its rail. The rail's
- * rate is sampled over stretches of at least 200 us and 16 packets during
- * which it always had a backlog, so a sample measures what the rail can carry; an
- * idle or lightly used stretch says only what it was given and is not
- * sampled (else a rail given little would look slow and be given less).
- * The estimate is the larger of a new sample and the old one less 1/8.
+ * e was acknowledged: its bytes count as delivered by its rail. A sample of
+ * the rail's rate is what it delivered from the last delivery before e
+ * left until e's acknowledgement, over that time: it spans at least e's
+ * round trip, so acknowledgements that come in a bunch (a receiver that
+ * was descheduled, packets held behind another rail's gap) do not inflate
+ * it. Only a packet that left behind a backlog gives a sample, so a sample
+ * measures what the rail can carry; an idle or lightly used rail says only
+ * what it was given (else a rail given little would look slow and be
+ * given less). The estimate is the larger of the stretch's largest sample
+ * and the old estimate less 1/8.
  */
 void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
 {
+    (void)net;
     struct sess_rail *sr = &s->rail[e->rail];
     if (e->counted) {
         sr->delivered += e->len;
-        if (sr->inflight - e->len < RAIL_BACKLOG_PACKETS * (uint64_t)net->p.payload) {
-            sr->rate_t = 0; /* the backlog ran out: no sample across this */
-        } else if (!sr->rate_t) {
+        sr->delivered_t = now;
+        if (e->rs_busy && now - e->rs_t >= RATE_STRETCH_NS) {
+            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - e->rs_delivered) *
+                                         1000000000u / (now - e->rs_t));
+            sr->rate_max = FM_MAX(sr->rate_max, sample);
+        }
+        if (sr->rate_max && now - sr->rate_t >= RATE_STRETCH_NS) {
+            sr->rate = FM_MAX(sr->rate_max, sr->rate - sr->rate / 8);
             sr->rate_t = now;
-            sr->rate_from = sr->delivered;
-        } else if (now - sr->rate_t >= 200000 &&
-                   sr->delivered - sr->rate_from >= 16 * (uint64_t)net->p.payload) {
-            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - sr->rate_from) *
-                                         1000000000u / (now - sr->rate_t));
-            sr->rate = FM_MAX(sample, sr->rate - sr->rate / 8);
-            sr->rate_t = now;
-            sr->rate_from = sr->delivered;
+            sr->rate_max = 0;
         }
     }
     fm_rail_settle(s, e);

@@ -51,6 +51,7 @@ enum sess_state {
 /* A sequenced packet in flight. */
 struct txent {
     uint64_t t_sent; /* last transmission */
+    uint64_t rs_delivered, rs_t; /* DATA: its rail's delivered and delivered_t then */
     uint64_t pos;    /* DATA: stream position */
     uint32_t flow;   /* DATA, FLOW: flow id */
     uint32_t len;    /* DATA: bytes */
@@ -60,6 +61,7 @@ struct txent {
     uint8_t due;     /* to be (re)transmitted at the next output */
     uint8_t rail;    /* the local rail of its last transmission */
     uint8_t counted; /* DATA: its bytes count in that rail's inflight */
+    uint8_t rs_busy; /* DATA: that rail had a backlog when it left (a rate sample) */
 };
 
 /* A packet received ahead of a gap, held until the gap fills. */
@@ -84,8 +86,10 @@ struct sess_rail {
     uint64_t srtt;           /* smoothed round trip of packets sent on it */
     uint64_t inflight;       /* DATA bytes on it neither acknowledged nor given up */
     uint64_t delivered;      /* DATA bytes on it acknowledged, ever */
+    uint64_t delivered_t;    /* when delivered last grew (or the rail started from idle) */
     uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
-    uint64_t rate_t, rate_from; /* start of the current rate sample: time, delivered */
+    uint64_t rate_t;         /* when rate last took its stretch's samples */
+    uint64_t rate_max;       /* the largest sample since */
     uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
     uint8_t heard;           /* a packet came on it from the peer: it knows our address */
     uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
@@ -272,6 +276,7 @@ static inline void ack_timer_settle(struct fm_session *s)
 /* e no longer counts as in flight on its rail (acknowledged, or given up). */
 void fm_rail_settle(struct fm_session *s, struct txent *e);
 /* e was acknowledged: its rail's delivery rate takes the sample. */
+void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uint64_t now);
 void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now);
 /* The next usable rail after r, or -1. */
 int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r);
