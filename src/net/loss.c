@@ -68,8 +68,18 @@ static int rack_passed(const struct sess_rail *sr, const struct txent *e, uint32
  */
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
+    /* Packets leave in sequence order, and a retransmission only makes a
+     * send time later: past a packet sent once, after the latest delivered
+     * one on every rail, no later packet can have been passed either. The
+     * scan then ends about where the last round trip's packets start,
+     * instead of walking the whole window on every ACK. */
+    uint64_t rack_latest = 0;
+    for (int r = 0; r < net->p.nrails; r++)
+        rack_latest = FM_MAX(rack_latest, s->rail[r].rack_t);
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
         struct txent *e = txent_at(s, q);
+        if (e->op && !e->retx && e->t_sent > rack_latest)
+            break;
         /* Per rail: packets on a slower rail arrive after later packets on
          * a faster one without being lost. */
         const struct sess_rail *sr = &s->rail[e->rail];
