@@ -330,6 +330,34 @@ int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, i
     return send_batch(u, net, pkts, n);
 }
 
+/* A lone datagram of at most this many bytes is copied into one buffer
+ * and sent with send/sendto: that skips importing a message header and an
+ * iovec array, which costs 0.2-0.4 us a call in this VM (80 bytes over
+ * loopback: 3.1-3.2 us with send against 3.4-3.5 us with sendmmsg),
+ * against about 40 ns to copy 1.4 KiB. */
+#define FLAT_SEND_MAX 2048
+
+static int send_flat(int fd, const struct msghdr *m)
+{
+    unsigned char buf[FLAT_SEND_MAX];
+    size_t len = 0;
+    for (size_t i = 0; i < m->msg_iovlen; i++) {
+        memcpy(buf + len, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
+        len += m->msg_iov[i].iov_len;
+    }
+    ssize_t r = m->msg_name ? sendto(fd, buf, len, 0, m->msg_name, m->msg_namelen)
+                            : send(fd, buf, len, 0);
+    return r < 0 ? -1 : 1;
+}
+
+static size_t datagram_len(const struct msghdr *m)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < m->msg_iovlen; i++)
+        len += m->msg_iov[i].iov_len;
+    return len;
+}
+
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
 {
     if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
@@ -403,7 +431,10 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
             ;
         int fd = conn[sent] ? conn[sent]->fd : u->fd;
         for (int k = sent; k < end;) {
-            int r = sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
+            const struct msghdr *m = &msg[k].msg_hdr;
+            int r = end - k == 1 && !m->msg_control && datagram_len(m) <= FLAT_SEND_MAX
+                        ? send_flat(fd, m)
+                        : sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0) {
