@@ -166,6 +166,27 @@ static size_t recv_stream(uint64_t seed, size_t total)
     return split;
 }
 
+/* Sends `total` bytes of the stream fmt_pattern(seed, ...) to rank 1 in
+ * messages whose lengths cycle through sizes (at most 64 KiB each). */
+static void send_stream(uint64_t seed, size_t total, const size_t *sizes, size_t nsizes)
+{
+    unsigned char *buf = malloc(65536);
+    CHECK(buf != NULL);
+    size_t off = 0;
+    for (size_t k = 0; off < total; k++) {
+        size_t len = FM_MIN_(total - off, sizes[k % nsizes]);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = fmt_pattern(seed, off + i);
+        struct iovec v = {buf, len};
+        ssize_t n;
+        while ((n = fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1)) == FM_EAGAIN)
+            fm_wait(ep, 100);
+        CHECK(n > 0);
+        off += (size_t)n;
+    }
+    free(buf);
+}
+
 static void case_partial_wrap(void)
 {
     const size_t total = 3 * 1000 * 1000 + 7;
@@ -210,26 +231,11 @@ static void case_partial_wrap(void)
 static void case_mixed(void)
 {
     static const size_t sizes[] = {64, 64, 8, 20000, 64, 40000, 1000, 17000, 24, 65536};
-    const size_t total = 4u << 20, nsizes = sizeof(sizes) / sizeof(sizes[0]);
-    if (rank == 0) {
-        unsigned char *buf = malloc(65536);
-        CHECK(buf != NULL);
-        size_t off = 0;
-        for (size_t k = 0; off < total; k++) {
-            size_t len = FM_MIN_(total - off, sizes[k % nsizes]);
-            for (size_t i = 0; i < len; i++)
-                buf[i] = fmt_pattern(7, off + i);
-            struct iovec v = {buf, len};
-            ssize_t n;
-            while ((n = fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1)) == FM_EAGAIN)
-                fm_wait(ep, 100);
-            CHECK(n > 0);
-            off += (size_t)n;
-        }
-        free(buf);
-    } else if (rank == 1) {
+    const size_t total = 4u << 20;
+    if (rank == 0)
+        send_stream(7, total, sizes, sizeof(sizes) / sizeof(sizes[0]));
+    else if (rank == 1)
         recv_stream(7, total);
-    }
 }
 
 /* Several held messages stay valid and are released oldest first. */
@@ -715,27 +721,14 @@ static void case_ring(void)
  */
 static void case_stream(void)
 {
+    static const size_t sizes[] = {64,   128,  256,   512,   1024, 2048,
+                                   4096, 8192, 16384, 32768, 65536};
     const char *e = getenv("FMT_STREAM_BYTES");
     const size_t total = e ? (size_t)strtoull(e, NULL, 0) : (size_t)16 << 20;
-    if (rank == 0) {
-        unsigned char *buf = malloc(65536 + 4096);
-        size_t off = 0;
-        CHECK(buf != NULL);
-        for (unsigned k = 0; off < total; k++) {
-            size_t len = FM_MIN_(total - off, (size_t)1 << (6 + k % 11)); /* 64 B..64 KiB */
-            for (size_t i = 0; i < len; i++)
-                buf[i] = fmt_pattern(9, off + i);
-            struct iovec v = {buf, len};
-            ssize_t n;
-            while ((n = fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1)) == FM_EAGAIN)
-                fm_wait(ep, 100);
-            CHECK(n > 0);
-            off += (size_t)n;
-        }
-        free(buf);
-    } else if (rank == 1) {
+    if (rank == 0)
+        send_stream(9, total, sizes, sizeof(sizes) / sizeof(sizes[0]));
+    else if (rank == 1)
         recv_stream(9, total);
-    }
 }
 
 /*
