@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A/B of two builds of fastmsg between the two namespace hosts of
+# bench/rails_ns.sh: `fmperf ARGS...` with this tree's release build, then
+# with OTHER's, ROUNDS times in turn, so that both see the same states of a
+# noisy machine. Prints each run's figure lines, one line per run. FM_*
+# variables pass through to both (FM_FAULT, FM_NET_RING_SIZE, ...).
+#   bench/ab.sh OTHER ROUNDS fmperf-args...
+#   AB_RAILS="0 1"            rails to use (default "0": one unshaped rail)
+#   AB_SHAPE="0:1gbit 1:300mbit"   tbf on those rails first
+# OTHER is another checkout with build/release built, for instance
+#   git worktree add /tmp/old HEAD~1 &&
+#   cmake -S /tmp/old -B /tmp/old/build/release -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+#   cmake --build /tmp/old/build/release
+set -u
+[ $# -ge 3 ] || { echo "usage: bench/ab.sh OTHER ROUNDS fmperf-args..." >&2; exit 2; }
+other=$(cd "$1" && pwd) rounds=$2
+shift 2
+here=$(cd "$(dirname "$0")/.." && pwd)
+for tree in "$here" "$other"; do
+  [ -x "$tree/build/release/tools/fmperf" ] || { echo "ab.sh: build $tree/build/release first" >&2; exit 1; }
+done
+source "$here/bench/rails_ns.sh"
+trap rails_ns_down EXIT
+rails_ns_up >/dev/null || { echo "ab.sh: cannot create the namespaces (root?)" >&2; exit 1; }
+for s in ${AB_SHAPE:-}; do rails_shape "${s%%:*}" "${s#*:}"; done
+# shellcheck disable=SC2086
+export FM_RAILS=$(rails_spec ${AB_RAILS:-0})
+for r in $(seq "$rounds"); do
+  for tree in "$here" "$other"; do
+    figures=$(timeout 600 "$tree/build/release/tools/fmrun" --hosts "$A,$B" \
+      --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254" -n 2 \
+      "$tree/build/release/tools/fmperf" "$@" 2>/dev/null |
+      grep -v '^#' | grep -E '[0-9]' | tr -s ' ' | paste -sd ';' -)
+    echo "round $r $tree:${figures:- (failed)}"
+  done
+done
