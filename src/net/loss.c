@@ -97,7 +97,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
 
 /* The packets of a selective acknowledgement that are still in flight.
  * *newest: the latest sent of those newly known delivered, sent once. */
-static void on_sack(struct fm_net *net, struct fm_session *s, struct fm_wire_sack r,
+static void on_sack(struct fm_session *s, struct fm_wire_sack r,
                     struct txent **newest, uint64_t now)
 {
     if (!r.count || r.count > FM_NET_WIN_MAX)
@@ -108,7 +108,7 @@ static void on_sack(struct fm_net *net, struct fm_session *s, struct fm_wire_sac
         struct txent *e = txent_at(s, q);
         if (!e->sacked) {
             e->sacked = 1;
-            fm_rail_acked(net, s, e, now);
+            fm_rail_acked(s, e, now);
             if (!e->retx) {
                 rack_delivered(&s->rail[e->rail], e, q);
                 if (!*newest || e->t_sent > (*newest)->t_sent)
@@ -137,7 +137,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
              * copy: its send time proves nothing about later packets. */
             if (!e->retx)
                 rack_delivered(sr, e, q);
-            fm_rail_acked(net, s, e, now);
+            fm_rail_acked(s, e, now);
             e->op = 0;
         }
         s->snd_una = ack;
@@ -170,7 +170,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     }
     struct txent *newest = NULL;
     for (int i = 0; i < a->nsack; i++)
-        on_sack(net, s, sack[i], &newest, now);
+        on_sack(s, sack[i], &newest, now);
     if (newest)
         rtt_sample(net, s, newest, now);
     fm_loss_detect(net, s, now);

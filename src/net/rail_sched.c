@@ -52,9 +52,8 @@ void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uin
  * given less). The estimate is the larger of the stretch's largest sample
  * and the old estimate less 1/8.
  */
-void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now)
+void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now)
 {
-    (void)net;
     struct sess_rail *sr = &s->rail[e->rail];
     if (e->counted) {
         sr->delivered += e->len;

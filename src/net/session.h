@@ -278,7 +278,7 @@ void fm_rail_settle(struct fm_session *s, struct txent *e);
 /* DATA entry e leaves on rail sr: in flight there, and the start of a rate sample. */
 void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uint64_t now);
 /* e was acknowledged: its rail's delivery rate takes the sample. */
-void fm_rail_acked(struct fm_net *net, struct fm_session *s, struct txent *e, uint64_t now);
+void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now);
 /* The next usable rail after r, or -1. */
 int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r);
 /* Rail r stopped answering: its traffic moves to the others. */

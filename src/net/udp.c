@@ -337,25 +337,21 @@ int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, i
  * against about 40 ns to copy 1.4 KiB. */
 #define FLAT_SEND_MAX 2048
 
+/* Sends m that way: 1 if it went, -1 on an error, 0 if it is too long
+ * for it (sendmmsg takes it then). */
 static int send_flat(int fd, const struct msghdr *m)
 {
     unsigned char buf[FLAT_SEND_MAX];
     size_t len = 0;
     for (size_t i = 0; i < m->msg_iovlen; i++) {
+        if (m->msg_iov[i].iov_len > FLAT_SEND_MAX - len)
+            return 0;
         memcpy(buf + len, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
         len += m->msg_iov[i].iov_len;
     }
     ssize_t r = m->msg_name ? sendto(fd, buf, len, 0, m->msg_name, m->msg_namelen)
                             : send(fd, buf, len, 0);
     return r < 0 ? -1 : 1;
-}
-
-static size_t datagram_len(const struct msghdr *m)
-{
-    size_t len = 0;
-    for (size_t i = 0; i < m->msg_iovlen; i++)
-        len += m->msg_iov[i].iov_len;
-    return len;
 }
 
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
@@ -432,9 +428,9 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
         int fd = conn[sent] ? conn[sent]->fd : u->fd;
         for (int k = sent; k < end;) {
             const struct msghdr *m = &msg[k].msg_hdr;
-            int r = end - k == 1 && !m->msg_control && datagram_len(m) <= FLAT_SEND_MAX
-                        ? send_flat(fd, m)
-                        : sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
+            int r = end - k == 1 && !m->msg_control ? send_flat(fd, m) : 0;
+            if (!r)
+                r = sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0) {
