@@ -13,6 +13,8 @@
 #   cmake --build /tmp/old/build/release
 set -u
 [ $# -ge 3 ] || { echo "usage: bench/ab.sh OTHER ROUNDS fmperf-args..." >&2; exit 2; }
+[ -d "$1" ] || { echo "ab.sh: $1 is not a directory (a checkout of fastmsg)" >&2; exit 2; }
+case $2 in '' | *[!0-9]*) echo "ab.sh: ROUNDS must be a number, not '$2'" >&2; exit 2 ;; esac
 other=$(cd "$1" && pwd) rounds=$2
 shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
