@@ -50,7 +50,8 @@ hosts() { # hosts LABEL TEST ARGS...: side 1 on host B, side 0 on host A, joined
     >/dev/null &
   side1=$!
   ip netns exec "$A" "${env[@]}" timeout $limit "$FMPERF" "$@" --name-file "$file" --side 0 \
-    --json | tag "$label" >>"$results" || log "failed on two hosts: $*"
+    --json | tag "$label" >>"$results"
+  report_exit "${PIPESTATUS[0]}" "$limit" "two hosts: $*"
   wait "$side1"
   side1=
   rm -f "$file"

@@ -41,8 +41,8 @@ perf() {
   timeout 600 "$FMRUN" --hosts "$A,$B" --launcher "ip netns exec {host}" --pmi-addr "$MGMT.254" \
     -n 2 "$FMPERF" "$test" \
     --label fastmsg-net --json "$@" |
-    sed 's/"transport": "\(tcp\|udp\)", "peer": "\(tcp\|udp\)"/"transport": "\1-net", "peer": "\2-net"/' ||
-    log "fmperf $test $* failed"
+    sed 's/"transport": "\(tcp\|udp\)", "peer": "\(tcp\|udp\)"/"transport": "\1-net", "peer": "\2-net"/'
+  report_exit "${PIPESTATUS[0]}" 600 "fmperf $test $*"
 }
 # iperf3 ROUND [ARGS]: one TCP stream for 3 s, as a JSON line in fmperf's format.
 iperf() {

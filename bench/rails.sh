@@ -45,8 +45,8 @@ perf() {
   log "round $round: $case (FM_RAILS=$rails) fmperf $test $*"
   FM_RAILS=$rails timeout 300 "$FMRUN" "${launch[@]}" -n "$( [ "$test" = multiplex ] && echo 4 || echo 2)" \
     "$FMPERF" "$test" --json "$@" |
-    sed "s#^{#{\"round\": $round, \"case\": \"$case\", #" >>"$jsonl" ||
-    log "$case failed"
+    sed "s#^{#{\"round\": $round, \"case\": \"$case\", #" >>"$jsonl"
+  report_exit "${PIPESTATUS[0]}" 300 "$case"
 }
 bw=(--sizes 1M --window 16 --iters 320)
 

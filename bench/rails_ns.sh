@@ -48,3 +48,16 @@ rails_spec() { # rails_spec I... -> the FM_RAILS value
   for i in "$@"; do v="$v${v:+,}$(rail_net "$i").0/24"; done
   echo "$v"
 }
+
+# report_exit RC LIMIT WHAT: a run between the hosts that left no figure says so,
+# and why (a pipeline's status is its last command's, so callers pass
+# ${PIPESTATUS[0]}; LIMIT is the seconds given to `timeout`). Uses the
+# caller's log; returns RC's success or failure.
+report_exit() {
+  case $1 in
+  0) return 0 ;;
+  124) log "$3: no result, timed out after $2 s" ;;
+  *) log "$3: no result, exit status $1" ;;
+  esac
+  return 1
+}

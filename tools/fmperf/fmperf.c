@@ -127,7 +127,9 @@ static void usage(FILE *f)
             "                 and MB/s to FILE; incast: the times each transport's measured\n"
             "                 interval begins and ends (\"NS TRANSPORT measure|end\")\n"
             "  --peer KIND    also run over kernel sockets: tcp, udp, or mptcp (multipath\n"
-            "                 TCP; its paths are the kernel's: ip mptcp endpoint)\n"
+            "                 TCP; its paths are the kernel's: ip mptcp endpoint). Sets\n"
+            "                 FM_PROGRESS_THREAD=2 unless it is set: the kernel runs block\n"
+            "                 outside fastmsg\n"
             "  --name-file PATH  join two programs started by hand, without a launcher, by\n"
             "                 name: side 0 writes its endpoint's name to PATH (and removes it\n"
             "                 once joined), side 1 reads it; every send then goes to an\n"
@@ -817,6 +819,16 @@ int main(int argc, char **argv)
         snprintf(ms, sizeof(ms), "%.0f", o.seconds * 2000 + 30000);
         setenv("FM_NET_TIMEOUT_MS", ms, 1);
     }
+    /* A kernel peer's run blocks in socket calls (accept, recv) for its
+     * whole length, and the other rank may still need an answer to a
+     * control message this one sent before it: a lost datagram is sent
+     * again only while something runs the network (docs/udp.md,
+     * "Progress"). Seen as a hang under 0.1 % loss on the link: rank 1 in
+     * accept, rank 0 waiting for the card that says where to connect. The
+     * thread costs fastmsg more than the kernel peer (docs/udp.md): set
+     * FM_PROGRESS_THREAD=0 to measure without it. */
+    if (o.peer && !getenv("FM_PROGRESS_THREAD"))
+        setenv("FM_PROGRESS_THREAD", "2", 1);
     int rc = fm_init(&j.ctx);
     if (rc) {
         fprintf(stderr, "fmperf: fm_init: %s\n", fm_strerror(rc));
