@@ -117,6 +117,9 @@ int fm_core_peer_by_name(fm_ctx *ctx, const void *card, size_t len, uint32_t epo
 /* How many processes of the job run on this node (for fm_wait's choice
  * between spinning and yielding). */
 void fm_core_set_node_procs(fm_ctx *ctx, int nprocs);
+/* The count, in this process's shared segment, of processes met by name
+ * that may write to its rings (NULL: none can); read by sleepers. */
+void fm_core_set_named_writers(fm_ctx *ctx, const uint32_t *count);
 /* The endpoint's sleep flag lives at *word (shared with the peers that
  * wake it), not in the endpoint (ep_open only). */
 void fm_core_ep_sleep_word(fm_ep *ep, uint32_t *word);

@@ -75,14 +75,37 @@ static void setup_fences(fm_ctx *ctx)
     ctx->sleeper_membarrier = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
                               (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
                               !ctx->oversubscribed;
+    ctx->sleeper_membarrier = ctx->sleeper_membarrier &&
+                              (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                              (q & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
     ctx->light_fence = ctx->sleeper_membarrier &&
-                       membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+                       membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 &&
+                       membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
-void fm_fence_slow(const fm_ctx *ctx)
+void fm_core_set_named_writers(fm_ctx *ctx, const uint32_t *count)
 {
-    if (!ctx->sleeper_membarrier || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&ctx->named_writers, count, __ATOMIC_RELEASE);
+}
+
+/* Whether another process may write to our rings: the job's other ranks on
+ * this node, or a process met by name that claimed a sender slot. */
+static int others_write(const fm_ctx *ctx)
+{
+    const uint32_t *named = __atomic_load_n(&ctx->named_writers, __ATOMIC_ACQUIRE);
+    return ctx->node_procs > 1 || (named && __atomic_load_n(named, __ATOMIC_RELAXED));
+}
+
+/* The fence comes first: the sleep flag is then visible before the count of
+ * writers met by name is read, and one that raises it after that read (with
+ * a full barrier) sees the flag. Only this process's threads can have
+ * missed it then, and PRIVATE_EXPEDITED fences them. */
+void fm_fence_slow(const fm_ctx *ctx, int others_read)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ctx->sleeper_membarrier)
+        membarrier(others_read || others_write(ctx) ? MEMBARRIER_CMD_GLOBAL_EXPEDITED
+                                                    : MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
 /* The node of every rank: from the launcher, or by comparing kernel ids. */

@@ -69,8 +69,9 @@ struct fm_ctx {
     /* Fences between publishing and checking a peer's sleep flag: with
      * membarrier, the fast paths need only a compiler barrier and the rare
      * sleeper pays for both sides (see fm_fence_fast). */
-    int sleeper_membarrier; /* sleepers issue membarrier(GLOBAL_EXPEDITED) */
+    int sleeper_membarrier; /* sleepers issue membarrier (fm_fence_slow) */
     int light_fence;        /* this process is registered for it */
+    const uint32_t *named_writers; /* (atomic) fm_core_set_named_writers */
     /* Names (src/names/client.c): made on first use, under `lock`. */
     struct fm_names *names;
     int names_peer; /* (atomic) the node agent's peer index, or -1 */
@@ -141,7 +142,11 @@ struct fm_ep {
  * makes every running registered process execute that fence for it, so the
  * per-message side needs none: fm_fence_fast is then a compiler barrier and
  * fm_fence_slow the system call. The same holds with roles swapped for a
- * sender waiting for ring space.
+ * sender waiting for ring space. A process whose rings only its own
+ * threads write (alone on its node, or all its peers remote) and that
+ * waits for no other process's ring sleeps with PRIVATE_EXPEDITED instead:
+ * it interrupts only CPUs running this process, not every process of the
+ * machine that registered.
  */
 static inline void fm_fence_fast(const struct fm_ctx *ctx)
 {
@@ -150,7 +155,8 @@ static inline void fm_fence_fast(const struct fm_ctx *ctx)
     else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
-void fm_fence_slow(const struct fm_ctx *ctx);
+/* others_read: the sleeper waits for space in a ring another process reads. */
+void fm_fence_slow(const struct fm_ctx *ctx, int others_read);
 
 /* Liveness: checks the local peers' pidfds if the last check is older than
  * FM_PEER_CHECK_MS (or now if force); marks exited ranks. */

@@ -47,10 +47,13 @@
 static void arm(fm_ep *ep, uint32_t on)
 {
     __atomic_store_n(ep->sleeping, on, __ATOMIC_RELAXED);
-    for (int i = 0; i < ep->nwant; i++)
+    int others_read = 0; /* a ring another process reads (shared memory) */
+    for (int i = 0; i < ep->nwant; i++) {
         __atomic_store_n(&ep->want_space[i].rt->ring.ctl->space_wanted, on, __ATOMIC_RELAXED);
+        others_read |= ep->want_space[i].rt->direct;
+    }
     if (on)
-        fm_fence_slow(ep->ctx);
+        fm_fence_slow(ep->ctx, others_read);
 }
 
 static void drain_bell(fm_ep *ep)

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #define FM_SEG_MAGIC 0x31304753534d4d46ull /* "FMMSSG01" */
-#define FM_SEG_VERSION 2
+#define FM_SEG_VERSION 3
 
 enum fm_seg_state {
     FM_SEG_LIVE = 1,
@@ -64,7 +64,9 @@ struct fm_seg_hdr {
     uint64_t senders_off; /* bytes before the sender table */
     uint64_t domain_check; /* proves the owner's domain key to processes met by name:
                               SipHash(key, epoch); 0 until it has one */
-    uint8_t pad[2 * FM_CACHE_LINE - 96];
+    uint32_t named_writers; /* processes met by name that claimed a sender slot: each
+                               adds 1, with a full barrier, before its first record */
+    uint8_t pad[2 * FM_CACHE_LINE - 100];
     struct fm_seg_ep ep[]; /* ep_max entries */
 };
 

@@ -231,6 +231,7 @@ static int shm_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     shm->seg = h;
     me->seg = h;
     me->pid = getpid();
+    fm_core_set_named_writers(ctx, &h->named_writers);
 
     if (shm->nprocs > 1 && shm->my_proc == 0)
         return fm_board_create(&shm->board, fm_core_boot(ctx), shm->nprocs, fd, err, errlen);
@@ -380,8 +381,8 @@ static void shm_leaving(fm_ctx *ctx, void *state)
 /* Unmaps every segment and closes what setup and start opened. */
 static void shm_teardown(fm_ctx *ctx, void *state)
 {
-    (void)ctx;
     struct fm_shm *shm = state;
+    fm_core_set_named_writers(ctx, NULL);
     fm_board_close(&shm->board);
     for (int i = 0; i < shm->nprocs; i++) {
         struct shm_proc *p = &shm->procs[i];
@@ -579,6 +580,9 @@ static int claim_sender(fm_ctx *ctx, struct fm_shm *shm, struct shm_proc *p)
         if (!__atomic_compare_exchange_n(&tab[i].state, &free_state, FM_SENDER_WRITING, 0,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
+        /* Before any record of ours: the owner now fences its sleeps for
+         * other processes too (fm_fence_slow). */
+        __atomic_fetch_add(&h->named_writers, 1, __ATOMIC_SEQ_CST);
         tab[i].len = (uint32_t)fm_name_encode(&me, tab[i].card);
         tab[i].mac = fm_siphash(shm->key, tab[i].card, tab[i].len);
         __atomic_store_n(&tab[i].state, FM_SENDER_READY, __ATOMIC_RELEASE);
