@@ -113,6 +113,9 @@ struct fm_rxflow {
      * wait here (fm_flow_rx_place). */
     uint64_t stash;
     uint64_t stash_pos;
+    /* End of the furthest bytes laid ahead of their turn whose packet
+     * passed its CRC: nothing checked lies beyond it (or before wpos). */
+    uint64_t placed_end;
     void *owner;             /* the core's receiving endpoint, or NULL */
     struct fm_rxflow *successor; /* the link's: the next flow of its sender, read after it */
     uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */

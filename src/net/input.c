@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* pl: the packet's payload; placed: its DATA bytes are in the ring already
- * (place_in_order). */
+ * (place_early). */
 static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const struct fm_wire_hdr *h,
                             const unsigned char *pl, int placed)
 {
@@ -80,8 +80,18 @@ static int hold_room(struct fm_session *s, uint32_t off)
     return 0;
 }
 
-/* DATA that came after a gap, for a flow we know: its bytes go into the
- * ring now (no copy to keep, no allocation), and hd remembers where. */
+/* Remembers in hd where DATA that came after a gap lies, its bytes in the
+ * ring already and its CRC checked. */
+static void hold_placed(struct fm_session *s, struct held *hd, const struct fm_wire_data *d,
+                        size_t n)
+{
+    *hd = (struct held){.pos = d->pos, .flow = d->flow, .nbytes = (uint16_t)n, .placed = 1};
+    struct fm_rxflow *f = s->rxf[d->flow];
+    f->placed_end = FM_MAX(f->placed_end, d->pos + n);
+}
+
+/* DATA that came after a gap, for a flow we know, checked already: its
+ * bytes go into the ring now (no copy to keep, no allocation). */
 static int place(struct fm_session *s, struct held *hd, const struct fm_wire_hdr *h,
                  const unsigned char *pl)
 {
@@ -91,7 +101,7 @@ static int place(struct fm_session *s, struct held *hd, const struct fm_wire_hdr
     if (d.flow >= s->rxf_cap || !s->rxf[d.flow] ||
         fm_flow_rx_place(s->rxf[d.flow], d.pos, pl + sizeof(d), n) != 0)
         return 0;
-    *hd = (struct held){.pos = d.pos, .flow = d.flow, .nbytes = (uint16_t)n, .placed = 1};
+    hold_placed(s, hd, &d, n);
     return 1;
 }
 
@@ -115,6 +125,14 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         struct held *hd = held_at(s, h.seq);
         if (hd->pkt || hd->placed)
             return FM_DROP_DUPLICATE;
+        if (placed) { /* place_early laid and checked it */
+            struct fm_wire_data d;
+            memcpy(&d, (const unsigned char *)pkt + sizeof(h), sizeof(d));
+            hold_placed(s, hd, &d, h.len - sizeof(d));
+            net->nc[FM_NC_PLACED]++;
+            s->nheld++;
+            return FM_DROP_NONE;
+        }
         if (h.op == FM_OP_DATA && place(s, hd, &h, (const unsigned char *)pkt + sizeof(h))) {
             net->nc[FM_NC_PLACED]++;
             s->nheld++;
@@ -187,18 +205,23 @@ static size_t payload_size(uint8_t op)
 }
 
 /*
- * The common case of a stream, the next DATA of a flow with nothing held:
- * its bytes go into the ring while their CRC is taken, one pass where a
+ * The common cases of a stream: the next DATA of a flow with nothing held,
+ * or DATA after a gap (a loss) that lands beyond everything laid so far.
+ * Its bytes go into the ring while their CRC is taken, one pass where a
  * check and then a copy took two. Until the CRC agrees the header is
- * trusted only as far as where the bytes go: the next position of a flow
- * of the session it names, space nobody reads (nothing is held, so nothing
- * was placed there, and the word the reader looks at next goes to the
- * stash). A packet that fails the CRC leaves bytes there that the
- * retransmission overwrites. Returns 1 if the packet is sound and its
- * bytes in place, -1 if it failed the CRC, 0 if it is not such a packet
- * (untouched: fm_wire_check judges it).
+ * trusted only as far as where the bytes go: space of a flow of the session
+ * it names that nobody reads and that holds nothing checked (in order,
+ * nothing is held, so nothing was placed there, and the word the reader
+ * looks at next goes to the stash; after a gap, from the flow's next
+ * expected byte and its placed_end on). A packet that fails the CRC leaves
+ * bytes there that the packet really due there overwrites when it comes,
+ * before anything is read. A packet that falls into a hole below
+ * placed_end (a retransmission) is checked first and copied after, by the
+ * caller. Returns 1 if the packet is sound and its bytes in place, -1 if it
+ * failed the CRC, 0 if it is not such a packet (untouched: fm_wire_check
+ * judges it).
  */
-static int place_in_order(struct fm_net *net, const unsigned char *pkt, size_t len)
+static int place_early(struct fm_net *net, const unsigned char *pkt, size_t len)
 {
     struct fm_wire_hdr h;
     struct fm_wire_data d;
@@ -216,13 +239,23 @@ static int place_in_order(struct fm_net *net, const unsigned char *pkt, size_t l
         s = fm_session_named(net, h.src_epoch);
     else
         return 0;
-    if (!s || s->state != S_UP || !s->rcv_known || s->nheld || h.seq != s->rcv_nxt ||
-        h.src_epoch != s->peer_epoch || (h.dst_epoch != net->p.epoch && h.dst_epoch != 0))
+    if (!s || s->state != S_UP || !s->rcv_known || h.src_epoch != s->peer_epoch ||
+        (h.dst_epoch != net->p.epoch && h.dst_epoch != 0))
         return 0;
     memcpy(&d, pkt + sizeof(h), sizeof(d));
     struct fm_rxflow *f = d.flow < s->rxf_cap ? s->rxf[d.flow] : NULL;
-    if (!f || d.pos != f->wpos)
+    if (!f)
         return 0;
+    uint32_t off = h.seq - s->rcv_nxt;
+    if (off == 0) {
+        if (s->nheld || d.pos != f->wpos)
+            return 0;
+    } else {
+        struct held *hd;
+        if (off > FM_NET_WIN_MAX || off > s->held_cap || (hd = held_at(s, h.seq))->pkt ||
+            hd->placed || d.pos < FM_MAX(f->wpos, f->placed_end))
+            return 0;
+    }
     uint32_t crc = fm_wire_crc_prefix(pkt, sizeof(h) + sizeof(d));
     if (fm_flow_rx_place_crc(f, d.pos, pkt + sizeof(h) + sizeof(d), len - sizeof(h) - sizeof(d),
                              &crc) != 0)
@@ -235,7 +268,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
 {
     if (rail < 0 || rail >= net->p.nrails)
         rail = 0;
-    int placed = place_in_order(net, pkt, len);
+    int placed = place_early(net, pkt, len);
     enum fm_drop why = placed > 0   ? FM_DROP_NONE
                        : placed < 0 ? FM_DROP_CRC
                                     : fm_wire_check(pkt, len, net->job, net->domain,
