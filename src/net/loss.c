@@ -95,8 +95,24 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
     }
 }
 
+/*
+ * Whether the delivery of packet q, first known now, happened about now: a
+ * round trip may be timed from it. The receiver lists only its lowest
+ * FM_WIRE_SACK_MAX ranges; above a full list it may hold packets that came
+ * long ago, which appear in a later ACK as the ranges below them close or
+ * merge. Timed, they would add the repair of every hole below them to the
+ * round trip, and the timeout (one and a half times the longest recent
+ * round trip) would grow to rto_max, where each lost retransmission costs
+ * a quarter of FM_NET_TIMEOUT_MS.
+ */
+static int delivery_is_news(const struct fm_session *s, uint32_t q)
+{
+    return !s->sack_cut || fm_seq_lt(q, s->sack_end);
+}
+
 /* The packets of a selective acknowledgement that are still in flight.
- * *newest: the latest sent of those newly known delivered, sent once. */
+ * *newest: the latest sent of those newly known delivered, sent once, that
+ * the last ACK would have listed. */
 static void on_sack(struct fm_session *s, struct fm_wire_sack r,
                     struct txent **newest, uint64_t now)
 {
@@ -111,7 +127,7 @@ static void on_sack(struct fm_session *s, struct fm_wire_sack r,
             fm_rail_acked(s, e, now);
             if (!e->retx) {
                 rack_delivered(&s->rail[e->rail], e, q);
-                if (!*newest || e->t_sent > (*newest)->t_sent)
+                if (delivery_is_news(s, q) && (!*newest || e->t_sent > (*newest)->t_sent))
                     *newest = e;
             }
         }
@@ -128,7 +144,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
          * before was delivered long ago (a hole held it back), and
          * timing it now would add the repair to the round trip. */
         struct txent *last = txent_at(s, ack - 1);
-        if (!last->retx && !last->sacked)
+        if (!last->retx && !last->sacked && delivery_is_news(s, ack - 1))
             rtt_sample(net, s, last, now);
         for (uint32_t q = s->snd_una; q != ack; q++) {
             struct txent *e = txent_at(s, q);
@@ -171,6 +187,9 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     struct txent *newest = NULL;
     for (int i = 0; i < a->nsack; i++)
         on_sack(s, sack[i], &newest, now);
+    s->sack_cut = a->nsack == FM_WIRE_SACK_MAX;
+    if (s->sack_cut)
+        s->sack_end = sack[a->nsack - 1].first + sack[a->nsack - 1].count;
     if (newest)
         rtt_sample(net, s, newest, now);
     fm_loss_detect(net, s, now);

@@ -143,6 +143,10 @@ struct fm_session {
     struct txent *tx;      /* packets in flight, by seq % tx_cap (see txent_at) */
     uint32_t tx_cap;       /* a power of two, FM_NET_WIN_MIN to FM_NET_WIN_MAX */
     uint8_t probed;        /* a tail loss probe went since the last ACK */
+    /* The peer's last ACK listed FM_WIRE_SACK_MAX ranges, the lowest: what it
+     * holds from sack_end on may have been left out (loss.c). */
+    uint8_t sack_cut;
+    uint32_t sack_end;
     uint64_t srtt, rttvar, rto;
     uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
     uint64_t t_last_tx, t_last_rx;
