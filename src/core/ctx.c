@@ -72,12 +72,9 @@ static long membarrier(int cmd) { return syscall(SYS_membarrier, cmd, 0, 0); }
 static void setup_fences(fm_ctx *ctx)
 {
     long q = membarrier(MEMBARRIER_CMD_QUERY);
-    ctx->sleeper_membarrier = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-                              (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
-                              !ctx->oversubscribed;
-    ctx->sleeper_membarrier = ctx->sleeper_membarrier &&
-                              (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-                              (q & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    long needed = MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED |
+                  MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+    ctx->sleeper_membarrier = q > 0 && (q & needed) == needed && !ctx->oversubscribed;
     ctx->light_fence = ctx->sleeper_membarrier &&
                        membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 &&
                        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;

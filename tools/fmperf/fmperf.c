@@ -811,22 +811,16 @@ int main(int argc, char **argv)
     struct opts o;
     parse_opts(argc, argv, &o);
     struct job j = {0};
-    /* incast's kernel run leaves fastmsg silent for --seconds and the stop,
-     * longer than FM_NET_TIMEOUT_MS's default (3 s): no rank may declare
-     * another lost meanwhile. */
-    if (o.test == T_INCAST && o.peer && !getenv("FM_NET_TIMEOUT_MS")) {
-        char ms[32];
-        snprintf(ms, sizeof(ms), "%.0f", o.seconds * 2000 + 30000);
-        setenv("FM_NET_TIMEOUT_MS", ms, 1);
-    }
     /* A kernel peer's run blocks in socket calls (accept, recv) for its
      * whole length, and the other rank may still need an answer to a
      * control message this one sent before it: a lost datagram is sent
      * again only while something runs the network (docs/udp.md,
      * "Progress"). Seen as a hang under 0.1 % loss on the link: rank 1 in
-     * accept, rank 0 waiting for the card that says where to connect. The
-     * thread costs fastmsg more than the kernel peer (docs/udp.md): set
-     * FM_PROGRESS_THREAD=0 to measure without it. */
+     * accept, rank 0 waiting for the card that says where to connect. It
+     * also answers heartbeats while incast's kernel run keeps fastmsg
+     * silent for longer than FM_NET_TIMEOUT_MS. The thread costs fastmsg
+     * more than the kernel peer (docs/udp.md): set FM_PROGRESS_THREAD=0 to
+     * measure without it. */
     if (o.peer && !getenv("FM_PROGRESS_THREAD"))
         setenv("FM_PROGRESS_THREAD", "2", 1);
     int rc = fm_init(&j.ctx);
