@@ -275,11 +275,14 @@ static int same_dest(const struct fm_pkt_out *a, const struct fm_pkt_out *b)
 /*
  * Applies FM_FAULT to a batch before it is sent, keeping the batch (and
  * GSO) intact: dropped packets leave it, duplicated ones appear twice,
- * reordered ones swap with the next. A corrupted packet is sealed and
- * copied first, so that the bit flips in the copy, never in the mirror
- * ring a retransmission reads from. Returns the new count in u->faulted.
+ * reordered ones swap with the next. The batch is a list of pointers, so
+ * that none of this copies a packet's description; a corrupted packet is
+ * the exception: it is sealed and copied first, so that the bit flips in
+ * the copy, never in the mirror ring a retransmission reads from. Returns
+ * the new count in u->faulted.
  */
-static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
+                        int n)
 {
     int m = 0, ncopies = 0;
     for (int i = 0; i < n; i++) {
@@ -289,8 +292,7 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
             fm_net_count_drop(net, FM_DROP_FAULT);
             continue;
         }
-        struct fm_pkt_out *p = &u->faulted[m++];
-        *p = pkts[i];
+        struct fm_pkt_out *p = pkts[i];
         if (corrupt && ncopies < (int)FM_ARRAY_LEN(u->copies)) {
             struct iovec iov[4];
             int k = fm_pkt_seal(p, iov);
@@ -300,14 +302,23 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
                 len += iov[j].iov_len;
             }
             fm_fault_corrupt(u->fault, u->copies[ncopies], len);
-            p->raw = 1;
-            p->bytes[0] = u->copies[ncopies++];
-            p->nbytes[0] = (uint16_t)len;
+            struct fm_pkt_out *c = &u->corrupted[ncopies];
+            c->hdr = p->hdr;
+            c->raw = 1;
+            c->bytes[0] = u->copies[ncopies];
+            c->nbytes[0] = (uint16_t)len;
+            c->to = p->to;
+            c->rank = p->rank;
+            c->rail = p->rail;
+            c->side_ok = p->side_ok;
+            ncopies++;
+            p = c;
         }
+        u->faulted[m++] = p;
         if (a == FM_FAULT_DUP)
-            u->faulted[m++] = *p;
+            u->faulted[m++] = p;
         else if (a == FM_FAULT_REORDER && m >= 2) {
-            struct fm_pkt_out t = u->faulted[m - 1];
+            struct fm_pkt_out *t = u->faulted[m - 1];
             u->faulted[m - 1] = u->faulted[m - 2];
             u->faulted[m - 2] = t;
         }
@@ -316,9 +327,10 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
 }
 
 static size_t packet_len(const struct fm_pkt_out *p);
-static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n);
+static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
+                      int n);
 
-int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n)
 {
     n = FM_MIN(n, FM_UDP_SEND_MAX);
     if (fm_unlikely(u->fault)) {
@@ -354,7 +366,8 @@ static int send_flat(int fd, const struct msghdr *m)
     return r < 0 ? -1 : 1;
 }
 
-static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n)
+static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
+                      int n)
 {
     if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
         conn_review(u);
@@ -368,42 +381,42 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *p
     int nmsg = 0, niov = 0;
     for (int i = 0; i < n;) {
         /* A run of full packets to one peer goes as one GSO send. */
-        size_t full = packet_len(&pkts[i]);
+        size_t full = packet_len(pkts[i]);
         int j = i + 1;
         size_t total = full;
-        if (u->gso && pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw)
-            while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(&pkts[i], &pkts[j]) &&
-                   !pkts[j].raw && packet_len(&pkts[j - 1]) == full && packet_len(&pkts[j]) <= full &&
-                   total + packet_len(&pkts[j]) <= GSO_MAX_BYTES) {
-                total += packet_len(&pkts[j]);
+        if (u->gso && pkts[i]->hdr.op == FM_OP_DATA && !pkts[i]->raw)
+            while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(pkts[i], pkts[j]) &&
+                   !pkts[j]->raw && packet_len(pkts[j - 1]) == full && packet_len(pkts[j]) <= full &&
+                   total + packet_len(pkts[j]) <= GSO_MAX_BYTES) {
+                total += packet_len(pkts[j]);
                 j++;
             }
         /* Else small packets to one peer share a datagram (a FLOW, its first
          * DATA and an ACK): each datagram costs both kernels a packet's
          * work, whatever its size. */
-        int bundle = j == i + 1 && !pkts[i].raw;
-        while (bundle && j < n && !pkts[j].raw && same_dest(&pkts[i], &pkts[j]) &&
-               from_card_port(&pkts[j]) == from_card_port(&pkts[i]) &&
-               total + packet_len(&pkts[j]) <= u->datagram_max) {
-            total += packet_len(&pkts[j]);
+        int bundle = j == i + 1 && !pkts[i]->raw;
+        while (bundle && j < n && !pkts[j]->raw && same_dest(pkts[i], pkts[j]) &&
+               from_card_port(pkts[j]) == from_card_port(pkts[i]) &&
+               total + packet_len(pkts[j]) <= u->datagram_max) {
+            total += packet_len(pkts[j]);
             j++;
         }
         if (j > i + 1 && bundle)
             full = total; /* one datagram: no GSO */
         struct msghdr *m = &msg[nmsg].msg_hdr;
         memset(m, 0, sizeof(*m));
-        conn[nmsg] = conn_for(u, &pkts[i]);
+        conn[nmsg] = conn_for(u, pkts[i]);
         if (conn[nmsg]) {
             conn[nmsg]->packets += (uint32_t)(j - i);
         } else {
-            m->msg_name = &pkts[i].to;
-            m->msg_namelen = sizeof(pkts[i].to);
+            m->msg_name = &pkts[i]->to;
+            m->msg_namelen = sizeof(pkts[i]->to);
         }
         m->msg_iov = &iov[niov];
         for (int k = i; k < j; k++) {
             if (conn[nmsg])
-                pkts[k].hdr.flags |= FM_HDR_SIDE_PORT; /* receivers learn no address from it */
-            niov += fm_pkt_seal(&pkts[k], &iov[niov]);
+                pkts[k]->hdr.flags |= FM_HDR_SIDE_PORT; /* receivers learn no address from it */
+            niov += fm_pkt_seal(pkts[k], &iov[niov]);
         }
         m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
         if (j - i > 1 && full < total) {

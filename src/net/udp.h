@@ -52,8 +52,9 @@ struct fm_udp {
     struct iovec iov[FM_UDP_BATCH];
     struct sockaddr_in from[FM_UDP_BATCH];
     char ctl[FM_UDP_BATCH][64];
-    struct fm_pkt_out faulted[2 * FM_UDP_SEND_MAX]; /* fault injection: the batch as sent */
-    unsigned char copies[4][FM_WIRE_MAX];           /* corrupted packets' copies */
+    struct fm_pkt_out *faulted[2 * FM_UDP_SEND_MAX]; /* fault injection: the batch as sent */
+    struct fm_pkt_out corrupted[4];                  /* corrupted packets, sealed as copies */
+    unsigned char copies[4][FM_WIRE_MAX];            /* their bytes */
     void *reordered;         /* fault injection: a packet held back one turn */
     size_t reordered_len;
     struct sockaddr_in reordered_from;
@@ -67,9 +68,11 @@ struct fm_udp {
 int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen);
 void fm_udp_close(struct fm_udp *u);
 
-/* Sends up to FM_UDP_SEND_MAX packets; returns how many were handed over.
- * Packets the kernel refuses (a full buffer) count as lost. */
-int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *pkts, int n);
+/* Sends up to FM_UDP_SEND_MAX packets, given by pointer (a packet's
+ * description is 624 bytes, a third of its payload: lists of them are not
+ * copied); returns how many were handed over. Packets the kernel refuses
+ * (a full buffer) count as lost. */
+int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n);
 
 /* Receives what is there (up to a few batches) into the engine; returns
  * the number of datagrams handled. */

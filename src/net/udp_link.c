@@ -43,7 +43,6 @@ struct udp_link {
     struct fm_fault fault;
     pthread_mutex_t lock;
     struct fm_pkt_out out[FM_UDP_SEND_MAX];
-    struct fm_pkt_out by_rail[FM_UDP_SEND_MAX]; /* out, one rail's packets at a time */
     struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
     int nparked, parked_cap;
     pthread_t thread;
@@ -94,17 +93,14 @@ static struct udp_rx *udp_rx_of(struct fm_rx *rx)
  * stay together so that runs of them go as one GSO send. */
 static void send_out(struct udp_link *nl, int n)
 {
-    if (nl->nrails == 1) {
-        fm_udp_send(&nl->rail[0], nl->engine, nl->out, n);
-        return;
-    }
+    struct fm_pkt_out *batch[FM_UDP_SEND_MAX];
     for (int r = 0; r < nl->nrails; r++) {
         int m = 0;
         for (int i = 0; i < n; i++)
             if (nl->out[i].rail == r)
-                nl->by_rail[m++] = nl->out[i];
+                batch[m++] = &nl->out[i];
         if (m)
-            fm_udp_send(&nl->rail[r], nl->engine, nl->by_rail, m);
+            fm_udp_send(&nl->rail[r], nl->engine, batch, m);
     }
 }
 
