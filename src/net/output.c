@@ -197,7 +197,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     int nsack = sack_ranges(s, sack);
     a->ncredit = (uint16_t)n;
     a->nsack = (uint16_t)nsack;
-    a->grant = s->grant_given = fm_budget_grant(net);
+    a->grant = s->grant_given = fm_budget_grant(net, s);
     a->ring_max = fm_flow_ring_max(net);
     a->rails_busy = net->rails_busy;
     memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
