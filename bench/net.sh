@@ -145,9 +145,11 @@ for r in $(seq 1 $rounds); do
   link_loss_teardown
 done
 if [ $quick -eq 0 ] && [ $only_loss -eq 0 ]; then
-  perf latency --sizes 0,8,64,1K,4K,16K,64K,256K,1M --peer udp
-  perf latency --sizes 8,1K,64K --peer tcp
+  # The ranges of issue 11's goals: latency 0 B-4 MiB against TCP, the
+  # sweep 1 KiB-4 MiB x 1-64 in flight.
+  perf latency --sizes 0,8,64,1K,4K,16K,64K,256K,1M,4M --peer tcp
+  perf latency --sizes 8,1K,64K --peer udp
   perf bw --sizes 8,512,4K,64K,1M,4M --peer tcp
   perf connect --peer tcp
-  perf sweep --sizes 1K,4K,16K,64K --windows 1,4,16,64 --peer tcp
+  perf sweep --sizes 1K,4K,16K,64K,256K,1M,4M --windows 1,4,16,64 --peer tcp
 fi
