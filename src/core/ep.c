@@ -404,10 +404,12 @@ static int route_get(fm_ep *ep, fm_addr dst, struct fm_route **out)
 }
 
 /* The smallest part of a `len`-byte send that a link takes: a send that
- * found too little room waits until this much fits. */
+ * found too little room waits until this much fits. A ring that cannot
+ * grow takes parts of a quarter of itself: waiting for more would wait for
+ * ever on a small one (a 64 KiB message, a 32 KiB ring). */
 static size_t smallest_part(const struct fm_route *rt, size_t len)
 {
-    return FM_MIN(len, rt->max_msg / 4);
+    return FM_MIN(len, FM_MIN(rt->max_msg, rt->ring.size) / 4);
 }
 
 /* Remembers that a send to rt found its ring full, for fm_wait. */
