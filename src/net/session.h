@@ -320,9 +320,8 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
 /* budget.c */
 /* Senders granted a share of the budget at once; more take turns. Up to 32
  * all are granted together (bench/incast.sh, 32 senders: turns of 8 or 16
- * left the port idle, 0.74-0.89x of CUBIC's goodput against 0.965x); at 64
- * together they starved some senders for seconds and filled 0.33x, in
- * turns of 32 0.81-0.97x. */
+ * left the port idle, 0.74-0.89x of CUBIC's goodput against 0.965x); 64
+ * granted together filled 0.19-0.28x, in turns of 32 0.86-0.97x. */
 #define BUDGET_TURN_PEERS 32
 /* A round trip was measured: the smallest recent one sizes the budget. */
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now);
