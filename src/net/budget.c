@@ -3,15 +3,15 @@
  * peers sending to one process at once share a budget of bytes in flight,
  * B = clamp(2 x arrival rate x smallest round trip, BUDGET_MIN, BUDGET_MAX),
  * in grants that ride in every ACK. A peer alone is not limited: it has
- * only its ring's credit, as before. Up to BUDGET_TURN_PEERS senders share B
- * equally. More take turns, as Homa overcommits a few messages at a time:
- * BUDGET_TURN_PEERS of them hold a share of B for an epoch, the others keep one
+ * only its ring's credit, as before. Up to BUDGET_TURN_PEERS (K) senders
+ * share B equally. More take turns, as Homa overcommits a few messages at
+ * a time: K of them hold a share of B for an epoch, the others keep one
  * packet in flight (which keeps them known as senders and brings them an
  * ACK a packet, with their turn in it), and the next epoch the turn passes
- * to the next BUDGET_TURN_PEERS in the order they arrived. The queue at the
- * receiver's port is then about B plus a packet per waiting sender, where
- * each sender's own window (a ring per flow) would fill it N times over.
- * See ../shared/notes/net-cc-loss.md, section 4.1.
+ * to the next K in the order they arrived. The queue at the receiver's
+ * port is then about B plus a packet per waiting sender, where each
+ * sender's own window (a ring per flow) would fill it N times over. See
+ * ../shared/notes/net-cc-loss.md, section 4.1.
  *
  * Loss shrinks nothing: random loss is not congestion, and the sender's
  * RTO backoff still answers a path that loses everything.
@@ -48,8 +48,9 @@ void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
     }
 }
 
-/* The last epoch's senders take the next turn: BUDGET_TURN_PEERS of them, from
- * where the previous turn ended, hold a share of the budget in this one. */
+/* The last epoch's senders take the next turn: BUDGET_TURN_PEERS of them,
+ * from where the previous turn ended, hold a share of the budget in this
+ * one. */
 static void pass_turn(struct fm_net *net)
 {
     struct fm_session **t = net->turns;
