@@ -238,9 +238,11 @@ void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on);
 int fm_net_flow_full(struct fm_net *net, struct fm_txflow *f, size_t want);
 
 /* Handles one datagram received on local rail `rail`; returns the drop
- * reason or FM_DROP_NONE. */
+ * reason or FM_DROP_NONE. The packets of one batch of receives share `now`,
+ * and fm_net_input_done ends the batch. */
 enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
                           const struct sockaddr_in *from, uint64_t now);
+void fm_net_input_done(struct fm_net *net);
 
 /* An ICMP error came back on `rail` for `from`: with refused set, no process
  * listens there any more (the peer is gone); otherwise the rail cannot reach

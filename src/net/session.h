@@ -209,6 +209,16 @@ struct fm_net {
     uint8_t turns_lost;         /* a list could not grow: equal grants for all */
     uint64_t rx_bytes, rx_rate;
     uint64_t rtt_min, t_rtt_min;
+    /* input.c: the stream packet last delivered in order, while the batch
+     * of receives it came in lasts (s NULL: none), which the next packet of
+     * a train continues */
+    struct {
+        struct fm_session *s;
+        struct fm_rxflow *f;
+        struct fm_wire_hdr h;
+        uint64_t now;
+        int rail;
+    } train;
     uint64_t nc[FM_NC_COUNT];
     uint64_t drops[FM_DROP_COUNT];
 };

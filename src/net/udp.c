@@ -582,5 +582,6 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
             break;
         u->busy = 1; /* a full batch: more is queued */
     }
+    fm_net_input_done(net);
     return handled;
 }
