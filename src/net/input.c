@@ -204,6 +204,18 @@ static size_t payload_size(uint8_t op)
     }
 }
 
+/* Lays DATA packet pkt (header h, data header d) into flow f while taking
+ * its CRC: 1 if sound, -1 if corrupt, 0 if f refuses the range. */
+static int place_checked(struct fm_rxflow *f, const unsigned char *pkt, size_t len,
+                         const struct fm_wire_hdr *h, const struct fm_wire_data *d)
+{
+    size_t head = sizeof(*h) + sizeof(*d);
+    uint32_t crc = fm_wire_crc_prefix(pkt, head);
+    if (fm_flow_rx_place_crc(f, d->pos, pkt + head, len - head, &crc) != 0)
+        return 0;
+    return crc == h->crc ? 1 : -1;
+}
+
 /*
  * The common cases of a stream: the next DATA of a flow with nothing held,
  * or DATA after a gap (a loss) that lands beyond everything laid so far.
@@ -256,11 +268,7 @@ static int place_early(struct fm_net *net, const unsigned char *pkt, size_t len)
             hd->placed || d.pos < FM_MAX(f->wpos, f->placed_end))
             return 0;
     }
-    uint32_t crc = fm_wire_crc_prefix(pkt, sizeof(h) + sizeof(d));
-    if (fm_flow_rx_place_crc(f, d.pos, pkt + sizeof(h) + sizeof(d), len - sizeof(h) - sizeof(d),
-                             &crc) != 0)
-        return 0;
-    return crc == h.crc ? 1 : -1;
+    return place_checked(f, pkt, len, &h, &d);
 }
 
 /*
@@ -292,14 +300,13 @@ static int train_next(struct fm_net *net, const unsigned char *pkt, size_t len, 
         h.src_rank != t->src_rank || h.dst_rank != t->dst_rank ||
         h.src_epoch != t->src_epoch || h.dst_epoch != t->dst_epoch || h.ack != t->ack ||
         h.rail != t->rail || h.seq != t->seq + 1 || sizeof(h) + h.len != len ||
-        d.flow != f->id || s->state != S_UP || s->rcv_nxt != h.seq || s->nheld ||
-        d.flow >= s->rxf_cap || s->rxf[d.flow] != f || d.pos != f->wpos)
+        d.flow != f->id || s->rxf[f->id] != f || s->state != S_UP || s->rcv_nxt != h.seq ||
+        s->nheld || d.pos != f->wpos)
         return 0;
-    uint32_t crc = fm_wire_crc_prefix(pkt, sizeof(h) + sizeof(d));
-    if (fm_flow_rx_place_crc(f, d.pos, pkt + sizeof(h) + sizeof(d), len - sizeof(h) - sizeof(d),
-                             &crc) != 0)
+    int placed = place_checked(f, pkt, len, &h, &d);
+    if (!placed)
         return 0;
-    if (crc != h.crc) {
+    if (placed < 0) {
         net->train.s = NULL;
         *why = FM_DROP_CRC;
         return 1;

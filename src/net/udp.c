@@ -303,15 +303,10 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
             }
             fm_fault_corrupt(u->fault, u->copies[ncopies], len);
             struct fm_pkt_out *c = &u->corrupted[ncopies];
-            c->hdr = p->hdr;
+            *c = *p;
             c->raw = 1;
-            c->bytes[0] = u->copies[ncopies];
+            c->bytes[0] = u->copies[ncopies++];
             c->nbytes[0] = (uint16_t)len;
-            c->to = p->to;
-            c->rank = p->rank;
-            c->rail = p->rail;
-            c->side_ok = p->side_ok;
-            ncopies++;
             p = c;
         }
         u->faulted[m++] = p;
