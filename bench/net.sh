@@ -2,7 +2,8 @@
 # The network path, measured between two network namespaces joined by an
 # unshaped veth pair (two "hosts" on this machine), next to kernel UDP and
 # TCP between the same namespaces and iperf3. Prints JSON lines on stdout.
-# Bandwidth under loss twice: with FM_FAULT's drops (fastmsg only) and with
+# Bandwidth under loss twice: with FM_FAULT's drops on send (fastmsg only:
+# each packet, data or ack, is lost once with 1 %, as on a lossy link) and with
 # real random loss on the link at 0, 0.1 % and 1 % (fastmsg, kernel TCP and
 # iperf3; rows carry "loss": P and "loss_on": "link").
 #   bench/net.sh [--quick] [--loss]   (root; run by bench/run.sh)
@@ -125,7 +126,7 @@ for r in $(seq 1 $rounds); do
   fi
   perf bw --sizes 1M | round "$r"
   [ $only_loss -eq 0 ] && iperf "$r"
-  FM_FAULT=drop=0.01,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
+  FM_FAULT=drop=0.01,on=send,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
   [ $only_loss -eq 0 ] && perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
   # Goodput by real loss rate, fastmsg and TCP (and iperf3) side by side.
   if link_loss_setup; then

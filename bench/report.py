@@ -188,7 +188,7 @@ def net_goals(rows):
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
     out.append(row("connect per message, 4 KiB (us)", "connect", 4096, "fastmsg-net", "tcp-net",
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
-    out.append(row("goodput with FM_FAULT=drop=0.01, 1 MiB (MB/s)", "bw", 1 << 20,
+    out.append(row("goodput with FM_FAULT=drop=0.01,on=send, 1 MiB (MB/s)", "bw", 1 << 20,
                    "fastmsg-net-drop1", "fastmsg-net", "loss-free", ">= 0.9x", 0.9, False))
     for p in (0.01, 0.001):
         a = loss_values(rows, "fastmsg-net", p)
@@ -258,7 +258,7 @@ def loss_table(rows):
     common = sorted(set(drop) & set(free))
     if common:
         r = statistics.median(drop[k] / free[k] for k in common)
-        out += ["", f"For comparison, 1 % loss injected by fastmsg itself (FM_FAULT=drop=0.01, "
+        out += ["", f"For comparison, 1 % loss injected by fastmsg itself (FM_FAULT=drop=0.01,on=send, "
                 f"GSO on): {statistics.median(drop[k] for k in common):.1f} MB/s, {r:.2f}x "
                 "loss-free."]
     return out + [""]

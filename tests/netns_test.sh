@@ -54,7 +54,8 @@ check "4 ranks on 2 hosts: every pair" "$FMRUN" "${launch[@]}" -n 4 "$CONF" ping
 check "partial sends and wrap-around across hosts" \
   env FM_NET_RING_SIZE=16K "$FMRUN" "${launch[@]}" -n 2 "$CONF" partial_wrap
 check "zero-copy sends across hosts" "$FMRUN" "${launch[@]}" -n 2 "$CONF" prepare
-for fault in drop=0.05 dup=0.05 reorder=0.05 corrupt=0.01 drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005; do
+for fault in drop=0.05 dup=0.05 reorder=0.05 corrupt=0.01 drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005 \
+  drop=0.05,corrupt=0.01,on=send dup=0.05,reorder=0.05,on=recv; do
   check "exactly once, in order, with FM_FAULT=$fault" \
     env FM_FAULT="$fault,seed=$$" FM_LOG=error "$FMRUN" "${launch[@]}" -n 2 "$CONF" partial_wrap
 done

@@ -255,6 +255,23 @@ static void test_clean_stream(void)
     CHECK_EQ(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST], 0);
 }
 
+/* FM_FAULT's spec: the sides it works on, and a clear error otherwise. */
+static void test_fault_sides(void)
+{
+    char err[128];
+    struct fm_fault f;
+    CHECK_RC(fm_fault_parse(&f, "drop=0.01", err, sizeof(err)), 0);
+    CHECK(f.on_send && f.on_recv);
+    CHECK_RC(fm_fault_parse(&f, "drop=0.01,on=send", err, sizeof(err)), 0);
+    CHECK(f.on_send && !f.on_recv);
+    CHECK_RC(fm_fault_parse(&f, "on=recv,drop=0.01", err, sizeof(err)), 0);
+    CHECK(!f.on_send && f.on_recv);
+    CHECK_RC(fm_fault_parse(&f, "on=both", err, sizeof(err)), 0);
+    CHECK(f.on_send && f.on_recv);
+    CHECK_RC(fm_fault_parse(&f, "drop=0.01,on=sideways", err, sizeof(err)), -1);
+    CHECK(strstr(err, "on=sideways") != NULL);
+}
+
 static void test_faulty_stream(const char *spec, uint64_t total)
 {
     char err[128];
@@ -584,6 +601,7 @@ int main(void)
     queue = malloc(sizeof(*queue) * (size_t)qcap);
     CHECK(queue != NULL);
     test_clean_stream();
+    test_fault_sides();
     test_faulty_stream("drop=0.05,seed=1", 1 << 20);
     test_faulty_stream("dup=0.05,seed=2", 1 << 20);
     test_faulty_stream("reorder=0.1,seed=3", 1 << 20);

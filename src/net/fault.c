@@ -17,6 +17,7 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
 {
     memset(f, 0, sizeof(*f));
     f->state = 0x9E3779B97F4A7C15ull;
+    f->on_send = f->on_recv = 1;
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", spec);
     for (char *save, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
@@ -36,6 +37,16 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
             f->state = seed * 0x9E3779B97F4A7C15ull + 1;
             continue;
         }
+        if (strcmp(item, "on") == 0) {
+            const char *v = eq + 1;
+            f->on_send = strcmp(v, "send") == 0 || strcmp(v, "both") == 0;
+            f->on_recv = strcmp(v, "recv") == 0 || strcmp(v, "both") == 0;
+            if (!f->on_send && !f->on_recv) {
+                snprintf(err, errlen, "FM_FAULT: on=%s is not send, recv or both", v);
+                return -1;
+            }
+            continue;
+        }
         double p = strtod(eq + 1, &end);
         if (*end || end == eq + 1 || p < 0 || p > 1) {
             snprintf(err, errlen, "FM_FAULT: %s=%s is not a probability from 0 to 1", item,
@@ -53,7 +64,7 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
             f->corrupt = q;
         else {
             snprintf(err, errlen, "FM_FAULT: unknown fault '%s' (drop, dup, reorder, corrupt, "
-                     "seed)", item);
+                     "seed, on)", item);
             return -1;
         }
     }

@@ -328,7 +328,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n)
 {
     n = FM_MIN(n, FM_UDP_SEND_MAX);
-    if (fm_unlikely(u->fault)) {
+    if (fm_unlikely(u->fault) && u->fault->on_send) {
         int m = apply_faults(u, net, pkts, n);
         for (int i = 0; i < m; i += FM_UDP_SEND_MAX)
             send_batch(u, net, u->faulted + i, FM_MIN(m - i, FM_UDP_SEND_MAX));
@@ -492,7 +492,7 @@ static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now)
 static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t len,
                   const struct sockaddr_in *from, uint64_t now)
 {
-    if (fm_unlikely(u->fault)) {
+    if (fm_unlikely(u->fault) && u->fault->on_recv) {
         enum fm_fault_action a = fm_fault_next(u->fault, p, len);
         if (a == FM_FAULT_DROP) {
             fm_net_count_drop(net, FM_DROP_FAULT);
