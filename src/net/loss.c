@@ -8,6 +8,8 @@
 
 #include "core/log.h"
 
+#include <assert.h>
+
 /*
  * RFC 6298's timeout, but never below one and a half times the longest
  * recent round trip. On a link slower than the sender (a shaped rail) the
@@ -58,6 +60,64 @@ static int rack_passed(const struct sess_rail *sr, const struct txent *e, uint32
     return e->t_sent < sr->rack_t || (e->t_sent == sr->rack_t && fm_seq_lt(q, sr->rack_seq));
 }
 
+/* The send-time list: a packet joins at its end when it is sent or sent
+ * again, and leaves when it is acknowledged. */
+void fm_loss_sent(struct fm_session *s, uint32_t q)
+{
+    struct txent *e = txent_at(s, q);
+    e->t_prev = s->t_last;
+    if (s->t_count++)
+        txent_at(s, s->t_last)->t_next = q;
+    else
+        s->t_first = q;
+    s->t_last = q;
+}
+
+static void unlist(struct fm_session *s, uint32_t q)
+{
+    struct txent *e = txent_at(s, q);
+    if (q == s->t_first)
+        s->t_first = e->t_next;
+    else
+        txent_at(s, e->t_prev)->t_next = e->t_next;
+    if (q == s->t_last)
+        s->t_last = e->t_prev;
+    else
+        txent_at(s, e->t_next)->t_prev = e->t_prev;
+    s->t_count--;
+}
+
+#ifndef NDEBUG
+/* Debug builds (the sanitizer tests) check the list against the window
+ * after every ACK: each packet in flight and not acknowledged is on it
+ * once, in the order of its send time. */
+static void check_list(const struct fm_session *s)
+{
+    uint64_t t = 0;
+    uint32_t q = s->t_first;
+    for (uint32_t i = 0; i < s->t_count; i++, q = txent_at(s, q)->t_next) {
+        const struct txent *e = txent_at(s, q);
+        assert(e->op && !e->sacked && e->t_sent >= t);
+        assert(!fm_seq_lt(q, s->snd_una) && fm_seq_lt(q, s->snd_nxt));
+        t = e->t_sent;
+    }
+    uint32_t n = 0;
+    for (q = s->snd_una; q != s->snd_nxt; q++)
+        n += txent_at(s, q)->op && !txent_at(s, q)->sacked;
+    assert(n == s->t_count);
+}
+#else
+static void check_list(const struct fm_session *s) { (void)s; }
+#endif
+
+void fm_loss_resent(struct fm_session *s, uint32_t q)
+{
+    if (txent_at(s, q)->sacked)
+        return; /* its first copy arrived after all */
+    unlist(s, q);
+    fm_loss_sent(s, q);
+}
+
 /*
  * Loss detection in the manner of RACK (RFC 8985): a packet is lost when a
  * packet sent after it has been delivered and a round trip (plus a small
@@ -68,22 +128,23 @@ static int rack_passed(const struct sess_rail *sr, const struct txent *e, uint32
  */
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    /* Packets leave in sequence order, and a retransmission only makes a
-     * send time later: past a packet sent once, after the latest delivered
-     * one on every rail, no later packet can have been passed either. The
-     * scan then ends about where the last round trip's packets start,
-     * instead of walking the whole window on every ACK. */
+    /* The walk follows send times over the packets not yet acknowledged
+     * (as Linux's RACK does): it ends at the first sent after the latest
+     * delivered one on every rail, since no later packet can have been
+     * passed. While a hole is open, walking by sequence number instead
+     * crossed every packet delivered after it, on every ACK. */
     uint64_t rack_latest = 0;
     for (int r = 0; r < net->p.nrails; r++)
         rack_latest = FM_MAX(rack_latest, s->rail[r].rack_t);
-    for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
+    uint32_t q = s->t_first;
+    for (uint32_t i = 0; i < s->t_count; i++, q = txent_at(s, q)->t_next) {
         struct txent *e = txent_at(s, q);
-        if (e->op && !e->retx && e->t_sent > rack_latest)
+        if (e->t_sent > rack_latest)
             break;
         /* Per rail: packets on a slower rail arrive after later packets on
          * a faster one without being lost. */
         const struct sess_rail *sr = &s->rail[e->rail];
-        if (!e->op || e->sacked || e->due || !rack_passed(sr, e, q))
+        if (e->due || !rack_passed(sr, e, q))
             continue;
         uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
         if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
@@ -124,6 +185,7 @@ static void on_sack(struct fm_session *s, struct fm_wire_sack r,
         struct txent *e = txent_at(s, q);
         if (!e->sacked) {
             e->sacked = 1;
+            unlist(s, q);
             fm_rail_acked(s, e, now);
             if (!e->retx) {
                 rack_delivered(&s->rail[e->rail], e, q);
@@ -154,6 +216,8 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             if (!e->retx)
                 rack_delivered(sr, e, q);
             fm_rail_acked(s, e, now);
+            if (!e->sacked)
+                unlist(s, q);
             e->op = 0;
         }
         s->snd_una = ack;
@@ -193,6 +257,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     if (newest)
         rtt_sample(net, s, newest, now);
     fm_loss_detect(net, s, now);
+    check_list(s);
 }
 
 /* Two smoothed round trips and twice the peer's longest ACK delay (one

@@ -107,6 +107,7 @@ static uint32_t sequence(struct fm_session *s, uint8_t op, uint32_t flow, uint64
     uint32_t q = s->snd_nxt++;
     *txent_at(s, q) = (struct txent){
         .t_sent = now, .pos = pos, .flow = flow, .len = len, .op = op};
+    fm_loss_sent(s, q);
     return q;
 }
 
@@ -237,6 +238,7 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         e->due = 0;
         e->retx++;
         e->t_sent = now;
+        fm_loss_resent(s, q);
     }
     return n;
 }

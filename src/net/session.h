@@ -62,6 +62,7 @@ struct txent {
     uint8_t rail;    /* the local rail of its last transmission */
     uint8_t counted; /* DATA: its bytes count in that rail's inflight */
     uint8_t rs_busy; /* DATA: that rail had a backlog when it left (a rate sample) */
+    uint32_t t_prev, t_next; /* neighbours in the send-time list (loss.c) */
 };
 
 /* A packet received ahead of a gap, held until the gap fills. */
@@ -143,6 +144,10 @@ struct fm_session {
     uint32_t snd_nxt, snd_una;
     struct txent *tx;      /* packets in flight, by seq % tx_cap (see txent_at) */
     uint32_t tx_cap;       /* a power of two, FM_NET_WIN_MIN to FM_NET_WIN_MAX */
+    /* The packets in flight and not acknowledged, in the order of their
+     * last transmission: the ones RACK may find lost (loss.c). A packet
+     * leaves when acknowledged; a retransmission goes to the end. */
+    uint32_t t_first, t_last, t_count;
     uint8_t probed;        /* a tail loss probe went since the last ACK */
     /* The peer's last ACK listed FM_WIRE_SACK_MAX ranges, the lowest: what it
      * holds from sack_end on may have been left out (loss.c). */
@@ -316,6 +321,10 @@ void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s);
 
 /* loss.c */
+/* Packet q was sent, or sent again: it goes to the end of the send-time
+ * list (unless acknowledged already). */
+void fm_loss_sent(struct fm_session *s, uint32_t q);
+void fm_loss_resent(struct fm_session *s, uint32_t q);
 /* Marks the packets RACK deems lost as due again. */
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* The timers of packets in flight: RACK, the tail loss probe, the timeout. */
