@@ -342,12 +342,15 @@ fi-pingpong)
   need fi_pingpong libfabric-bin
   need ss iproute2
   need_provider
-  port=$((40000 + $$ % 20000))
+  # Control ports below the kernel's ephemeral range (32768 and up), so that
+  # no connection made meanwhile holds one as its local port; and none that
+  # any socket holds, in any state (bind fails on a port in TIME_WAIT too).
+  port=$((20000 + $$ % 10000))
   # ping EP XMODE SIZE: server and client on 127.0.0.1, data checked (-c)
   ping() {
     local what="fi_pingpong -p $PROV -e $1 -m $2 -S $3" srv i rc
     port=$((port + 1))
-    while ss -Hltn "sport = :$port" | grep -q .; do port=$((port + 1)); done
+    while ss -Htan "sport = :$port" | grep -q .; do port=$((port + 1)); done
     FI_PROVIDER_PATH=$PROVDIR timeout 60 fi_pingpong -p "$PROV" -e "$1" -m "$2" -S "$3" -I 50 -c \
       -B "$port" >"$tmp/srv.log" 2>&1 &
     srv=$!
