@@ -110,6 +110,18 @@ static void set_buffer(int fd, int opt_force, int opt, int bytes)
         setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
 }
 
+/* What send_batch builds for the kernel: tens of KiB, too much for the
+ * stack of whichever thread sends. */
+struct fm_udp_tx {
+    struct mmsghdr msg[FM_UDP_SEND_MAX];
+    struct iovec iov[FM_UDP_SEND_MAX * 4]; /* a packet is at most 4 pieces */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl[FM_UDP_SEND_MAX];
+    struct fm_udp_conn *conn[FM_UDP_SEND_MAX];
+};
+
 int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
 {
     memset(u, 0, sizeof(*u));
@@ -148,7 +160,8 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
     u->datagram_max = (size_t)packet;
     u->bufsize = u->gro ? 65536 : (size_t)packet;
     u->buf = malloc(u->bufsize * FM_UDP_BATCH);
-    if (!u->buf) {
+    u->tx = malloc(sizeof(*u->tx));
+    if (!u->buf || !u->tx) {
         snprintf(err, errlen, "udp: out of memory");
         goto err_close;
     }
@@ -172,9 +185,11 @@ void fm_udp_close(struct fm_udp *u)
     if (u->fd >= 0)
         close(u->fd);
     free(u->buf);
+    free(u->tx);
     free(u->reordered);
     u->fd = -1;
     u->buf = NULL;
+    u->tx = NULL;
     u->reordered = NULL;
 }
 
@@ -366,13 +381,9 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
 {
     if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
         conn_review(u);
-    struct mmsghdr msg[FM_UDP_SEND_MAX];
-    struct iovec iov[FM_UDP_SEND_MAX * 4]; /* a packet is at most 4 pieces */
-    union {
-        char buf[CMSG_SPACE(sizeof(uint16_t))];
-        struct cmsghdr align;
-    } ctl[FM_UDP_SEND_MAX];
-    struct fm_udp_conn *conn[FM_UDP_SEND_MAX];
+    struct mmsghdr *msg = u->tx->msg;
+    struct iovec *iov = u->tx->iov;
+    struct fm_udp_conn **conn = u->tx->conn;
     int nmsg = 0, niov = 0;
     for (int i = 0; i < n;) {
         /* A run of full packets to one peer goes as one GSO send. */
@@ -415,8 +426,8 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         }
         m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
         if (j - i > 1 && full < total) {
-            m->msg_control = ctl[nmsg].buf;
-            m->msg_controllen = sizeof(ctl[nmsg].buf);
+            m->msg_control = u->tx->ctl[nmsg].buf;
+            m->msg_controllen = sizeof(u->tx->ctl[nmsg].buf);
             struct cmsghdr *c = CMSG_FIRSTHDR(m);
             c->cmsg_level = SOL_UDP;
             c->cmsg_type = UDP_SEGMENT;
