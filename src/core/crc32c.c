@@ -168,20 +168,20 @@ load_copy(const unsigned char *p, unsigned char *dst)
     return x;
 }
 
-/* The folding itself; with dst, every byte read is also written there, so
- * that checking a packet and copying it take one pass. */
+/* The folding itself, from the first 256 bytes in x0-x3 (the state folded
+ * into x0 already) and len more at p; with dst, every byte read from p is
+ * also written there, so that checking a packet and copying it take one
+ * pass. */
 __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"), always_inline)) static inline uint32_t
-fold_body(uint32_t crc, const unsigned char *p, size_t len, unsigned char *dst)
+fold_rest(__m512i x0, __m512i x1, __m512i x2, __m512i x3, const unsigned char *p, size_t len,
+          unsigned char *dst)
 {
     /* The constants of CRC32C for D = 2048, 512, 384, 256 and 128 bits. */
     const __m512i k2048 = _mm512_broadcast_i32x4(K(0xdcb17aa4, 0xb9e02b86));
     const __m512i k512 = _mm512_broadcast_i32x4(K(0x740eef02, 0x9e4addf8));
     const __m128i k384 = K(0x1c291d04, 0x1d82c63da), k256 = K(0x1384aa63a, 0xba4fc28e),
                   k128 = K(0xf20c0dfe, 0x14cd00bd6);
-    __m512i x0 = LOAD(0), x1 = LOAD(64), x2 = LOAD(128), x3 = LOAD(192);
-    x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)crc));
-    for (p += 256, dst = dst ? dst + 256 : NULL, len -= 256; len >= 256;
-         p += 256, dst = dst ? dst + 256 : NULL, len -= 256) {
+    for (; len >= 256; p += 256, dst = dst ? dst + 256 : NULL, len -= 256) {
         x0 = fold512(x0, k2048, LOAD(0));
         x1 = fold512(x1, k2048, LOAD(64));
         x2 = fold512(x2, k2048, LOAD(128));
@@ -205,6 +205,39 @@ fold_body(uint32_t crc, const unsigned char *p, size_t len, unsigned char *dst)
     uint64_t c = __builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(v));
     c = __builtin_ia32_crc32di(c, (uint64_t)_mm_extract_epi64(v, 1));
     return crc_hw((uint32_t)c, p, len);
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold_body(uint32_t crc, const unsigned char *p, size_t len, unsigned char *dst)
+{
+    __m512i x0 = LOAD(0), x1 = LOAD(64), x2 = LOAD(128), x3 = LOAD(192);
+    x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)crc));
+    return fold_rest(x0, x1, x2, x3, p + 256, len - 256, dst ? dst + 256 : NULL);
+}
+
+/* A 64-byte head (a packet's headers) and then len >= 192 bytes at p, in
+ * one fold: the head's CRC would otherwise be a chain of its own. With
+ * dst, the bytes at p (not the head) are copied there. */
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold_after(uint32_t crc, const unsigned char *head, const unsigned char *p, size_t len,
+           unsigned char *dst)
+{
+    __m512i x0 = _mm512_loadu_si512(head), x1 = LOAD(0), x2 = LOAD(64), x3 = LOAD(128);
+    x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)crc));
+    return fold_rest(x0, x1, x2, x3, p + 192, len - 192, dst ? dst + 192 : NULL);
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_fold_after(uint32_t crc, const unsigned char *head, const unsigned char *p, size_t len)
+{
+    return fold_after(crc, head, p, len, NULL);
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_fold_copy_after(uint32_t crc, const unsigned char *head, unsigned char *dst,
+                    const unsigned char *p, size_t len)
+{
+    return fold_after(crc, head, p, len, dst);
 }
 #undef LOAD
 
@@ -245,6 +278,29 @@ uint32_t fm_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 #endif
     memcpy(dst, src, len);
     return fm_crc32c(crc, dst, len);
+}
+
+uint32_t fm_crc32c_after(uint32_t crc, const void *head, const void *data, size_t len)
+{
+    if (__builtin_expect(hw < 0, 0))
+        init();
+#if defined(__x86_64__)
+    if (fold && len >= FOLD_MIN - 64)
+        return ~crc_fold_after(~crc, head, data, len);
+#endif
+    return fm_crc32c(fm_crc32c(crc, head, 64), data, len);
+}
+
+uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const void *src,
+                              size_t len)
+{
+    if (__builtin_expect(hw < 0, 0))
+        init();
+#if defined(__x86_64__)
+    if (fold && len >= FOLD_MIN - 64)
+        return ~crc_fold_copy_after(~crc, head, dst, src, len);
+#endif
+    return fm_crc32c_copy(fm_crc32c(crc, head, 64), dst, src, len);
 }
 
 int fm_crc32c_hw(void)

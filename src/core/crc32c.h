@@ -13,6 +13,14 @@ uint32_t fm_crc32c(uint32_t crc, const void *data, size_t len);
  * CRC32C over them, in one pass where the CPU folds with AVX-512. */
 uint32_t fm_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
+/* Continues a CRC32C over the 64 bytes at head, then the len at data: one
+ * pass where the CPU folds with AVX-512 (a packet's headers and payload). */
+uint32_t fm_crc32c_after(uint32_t crc, const void *head, const void *data, size_t len);
+
+/* The same while copying the len bytes from src to dst (not the head). */
+uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const void *src,
+                              size_t len);
+
 /* Whether the hardware instruction is used (for fm_info). */
 int fm_crc32c_hw(void);
 

@@ -39,6 +39,22 @@ int main(void)
             slow = fm_crc32c(slow, big + len % 61 + i, 1);
         CHECK_EQ(fast, slow);
     }
+    /* A 64-byte head and then the data: the CRC of both in a row. */
+    for (size_t len = 0; len < 1200; len += len < 300 ? 1 : 7) {
+        const unsigned char *data = big + 200 + len % 61;
+        CHECK_EQ(fm_crc32c_after(0x5eed, big + 7, data, len),
+                 fm_crc32c(fm_crc32c(0x5eed, big + 7, 64), data, len));
+    }
+    /* The same while copying the data (every byte of it, none beyond). */
+    static unsigned char to[1400];
+    for (size_t len = 0; len < 1200; len += len < 300 ? 1 : 7) {
+        memset(to, 0xa5, sizeof(to));
+        const unsigned char *data = big + 200 + len % 61;
+        CHECK_EQ(fm_crc32c_copy_after(0x5eed, big + 7, to + 5, data, len),
+                 fm_crc32c(fm_crc32c(0x5eed, big + 7, 64), data, len));
+        CHECK(memcmp(to + 5, data, len) == 0);
+        CHECK(to[4] == 0xa5 && to[5 + len] == 0xa5);
+    }
     /* The copying CRC: the same value, every byte copied, none beyond. */
     static unsigned char dst[1400];
     for (size_t len = 0; len < 1200; len += len < 300 ? 1 : 7) {

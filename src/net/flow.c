@@ -334,9 +334,10 @@ static int at_frontier(const struct fm_rxflow *f, uint64_t pos)
 }
 
 /* Copies len bytes to ring position pos, wrapping at the end, and continues
- * the CRC *crc over them (crc NULL: a plain copy). */
+ * the CRC *crc over the 64 bytes at head (if not NULL) and then them (crc
+ * NULL: a plain copy). */
 static void put(const struct fm_ring *r, uint64_t pos, const unsigned char *b, size_t len,
-                uint32_t *crc)
+                const void *head, uint32_t *crc)
 {
     if (!crc) {
         fm_ring_put(r, pos, b, len);
@@ -344,13 +345,14 @@ static void put(const struct fm_ring *r, uint64_t pos, const unsigned char *b, s
     }
     uint64_t off = pos & (r->size - 1);
     size_t first = (size_t)FM_MIN((uint64_t)len, r->size - off);
-    *crc = fm_crc32c_copy(*crc, r->data + off, b, first);
+    *crc = head ? fm_crc32c_copy_after(*crc, head, r->data + off, b, first)
+                : fm_crc32c_copy(*crc, r->data + off, b, first);
     if (first < len)
         *crc = fm_crc32c_copy(*crc, r->data, b + first, len - first);
 }
 
 static int place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
-                 uint32_t *crc)
+                 const void *hdrs, uint32_t *crc)
 {
     uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
     if (f->orphan || (pos & 7) || (len & 7) || len < 8 || pos < f->wpos ||
@@ -359,25 +361,28 @@ static int place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size
     if (at_frontier(f, pos)) {
         memcpy(&f->stash, b, 8);
         f->stash_pos = pos;
+        if (crc && hdrs)
+            *crc = fm_crc32c(*crc, hdrs, 64);
         if (crc)
             *crc = fm_crc32c(*crc, b, 8);
+        hdrs = NULL;
         pos += 8;
         b += 8;
         len -= 8;
     }
-    put(&f->ring, pos, b, len, crc);
+    put(&f->ring, pos, b, len, hdrs, crc);
     return 0;
 }
 
 int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len)
 {
-    return place(f, pos, b, len, NULL);
+    return place(f, pos, b, len, NULL, NULL);
 }
 
 int fm_flow_rx_place_crc(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
-                         uint32_t *crc)
+                         const void *hdrs, uint32_t *crc)
 {
-    return place(f, pos, b, len, crc);
+    return place(f, pos, b, len, hdrs, crc);
 }
 
 /*

@@ -537,17 +537,11 @@ int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
      * datagram costs the kernel an iovec to import and a copy to start. */
     _Static_assert(offsetof(struct fm_pkt_out, sub) == sizeof(struct fm_wire_hdr),
                    "the sub-header follows the header");
-    struct iovec payload[3];
-    int n = 0;
-    if (p->sub_len)
-        payload[n++] = (struct iovec){&p->sub, p->sub_len};
-    for (int i = 0; i < 2; i++)
-        if (p->nbytes[i])
-            payload[n++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
-    fm_wire_seal(&p->hdr, payload, n);
     iov[0] = (struct iovec){&p->hdr, sizeof(p->hdr) + p->sub_len};
     int k = 1;
-    for (int i = p->sub_len ? 1 : 0; i < n; i++)
-        iov[k++] = payload[i];
+    for (int i = 0; i < 2; i++)
+        if (p->nbytes[i])
+            iov[k++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
+    fm_wire_seal(&p->hdr, p->sub_len, iov + 1, k - 1);
     return k;
 }

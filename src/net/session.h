@@ -386,9 +386,10 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
  * published when their turn comes (fm_flow_rx_data with b NULL). Returns
  * 0, or -1 if they cannot be (then the packet is held as a copy). */
 int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len);
-/* The same, continuing the CRC *crc over the bytes as they are copied. */
+/* The same, continuing the CRC *crc over the packet's 64 bytes of headers
+ * at hdrs, then over the bytes as they are copied. */
 int fm_flow_rx_place_crc(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
-                         uint32_t *crc);
+                         const void *hdrs, uint32_t *crc);
 /* Asks the peer again for credit it may have sent and lost. */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* Large rings of s's flows unused for a while make way for small ones. */

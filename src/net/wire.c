@@ -59,15 +59,20 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
     return FM_DROP_NONE;
 }
 
-void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n)
+void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n)
 {
-    size_t len = 0;
+    size_t len = sub_len;
     for (int i = 0; i < n; i++)
         len += payload[i].iov_len;
     h->len = (uint16_t)len;
     h->crc = 0;
-    uint32_t crc = fm_crc32c(0, h, sizeof(*h));
-    for (int i = 0; i < n; i++)
+    /* A DATA packet's headers are 64 bytes: they fold into the payload's
+     * CRC instead of a chain of their own. */
+    size_t head = sizeof(*h) + sub_len;
+    int i = 0;
+    uint32_t crc = head == 64 && n ? fm_crc32c_after(0, h, payload[i].iov_base, payload[i].iov_len)
+                                   : fm_crc32c(0, h, head);
+    for (i = head == 64 && n; i < n; i++)
         crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
     h->crc = crc;
 }

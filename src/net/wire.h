@@ -187,8 +187,9 @@ uint32_t fm_wire_crc_prefix(const void *pkt, size_t len);
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
                            uint32_t rank, uint32_t size);
 
-/* Fills in the length and checksum of a packet given as pieces. */
-void fm_wire_seal(struct fm_wire_hdr *h, const struct iovec *payload, int n);
+/* Fills in the length and checksum of a packet: header h, followed in
+ * memory by its sub_len bytes of sub-header, then the payload's pieces. */
+void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n);
 
 /* The job tag of a job key: SipHash-2-4(key, "fastmsg job tag"). */
 uint64_t fm_wire_job_tag(const uint8_t key[16]);
