@@ -9,6 +9,7 @@
 #include "core/log.h"
 
 #include <assert.h>
+#include <string.h>
 
 /*
  * RFC 6298's timeout, but never below one and a half times the longest
@@ -171,17 +172,20 @@ static int delivery_is_news(const struct fm_session *s, uint32_t q)
     return !s->sack_cut || fm_seq_lt(q, s->sack_end);
 }
 
-/* The packets of a selective acknowledgement that are still in flight.
- * *newest: the latest sent of those newly known delivered, sent once, that
- * the last ACK would have listed. */
-static void on_sack(struct fm_session *s, struct fm_wire_sack r,
-                    struct txent **newest, uint64_t now)
+/* The packets of a selective acknowledgement that are still in flight,
+ * from `from` on (what came before was taken from an earlier ACK). *newest:
+ * the latest sent of those newly known delivered, sent once, that the last
+ * ACK would have listed. Returns the range as far as it was taken. */
+static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, uint32_t from,
+                                   struct txent **newest, uint64_t now)
 {
     if (!r.count || r.count > FM_NET_WIN_MAX)
-        return; /* not from a receiver of ours */
-    uint32_t q = fm_seq_lt(r.first, s->snd_una) ? s->snd_una : r.first;
+        return (struct fm_wire_sack){0, 0}; /* not from a receiver of ours */
     uint32_t end = r.first + r.count;
-    for (; fm_seq_lt(q, end) && fm_seq_lt(q, s->snd_nxt); q++) {
+    if (fm_seq_lt(s->snd_nxt, end))
+        end = s->snd_nxt; /* not sent: a range that claims it proves nothing */
+    uint32_t q = fm_seq_lt(from, s->snd_una) ? s->snd_una : from;
+    for (; fm_seq_lt(q, end); q++) {
         struct txent *e = txent_at(s, q);
         if (!e->sacked) {
             e->sacked = 1;
@@ -194,6 +198,7 @@ static void on_sack(struct fm_session *s, struct fm_wire_sack r,
             }
         }
     }
+    return (struct fm_wire_sack){r.first, fm_seq_lt(r.first, end) ? end - r.first : 0};
 }
 
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
@@ -248,9 +253,22 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             mark_pending(net, s);
         }
     }
+    /* While a hole is open the ranges cover the window and repeat from ACK
+     * to ACK: of a range that starts where one of the last ACK's did, only
+     * what follows that one is new (both lists ascend). */
     struct txent *newest = NULL;
-    for (int i = 0; i < a->nsack; i++)
-        on_sack(s, sack[i], &newest, now);
+    struct fm_wire_sack seen[FM_WIRE_SACK_MAX];
+    int nseen = FM_MIN(a->nsack, FM_WIRE_SACK_MAX);
+    for (int i = 0, j = 0; i < nseen; i++) {
+        while (j < s->nsack_seen && fm_seq_lt(s->sack_seen[j].first, sack[i].first))
+            j++;
+        uint32_t from = sack[i].first;
+        if (j < s->nsack_seen && s->sack_seen[j].first == sack[i].first)
+            from += s->sack_seen[j].count;
+        seen[i] = on_sack(s, sack[i], from, &newest, now);
+    }
+    memcpy(s->sack_seen, seen, sizeof(seen[0]) * (size_t)nseen);
+    s->nsack_seen = (uint8_t)nseen;
     s->sack_cut = a->nsack == FM_WIRE_SACK_MAX;
     if (s->sack_cut)
         s->sack_end = sack[a->nsack - 1].first + sack[a->nsack - 1].count;

@@ -153,6 +153,10 @@ struct fm_session {
      * holds from sack_end on may have been left out (loss.c). */
     uint8_t sack_cut;
     uint32_t sack_end;
+    /* The ranges of the peer's last ACK, as far as they were taken: the
+     * next ACK's mostly repeat them, and only what they add is walked. */
+    struct fm_wire_sack sack_seen[FM_WIRE_SACK_MAX];
+    uint8_t nsack_seen;
     uint64_t srtt, rttvar, rto;
     uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
     uint64_t t_last_tx, t_last_rx;
