@@ -55,6 +55,7 @@ struct fm_udp {
     size_t bufsize;
     struct mmsghdr msg[FM_UDP_BATCH];
     int msg_used;            /* headers the last recvmmsg filled: reset before the next */
+    int was_empty;           /* the last receive found nothing: the next uses recvfrom */
     struct iovec iov[FM_UDP_BATCH];
     struct sockaddr_in from[FM_UDP_BATCH];
     char ctl[FM_UDP_BATCH][64];
