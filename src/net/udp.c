@@ -571,7 +571,8 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
                 .msg_iov = &u->iov[i], .msg_iovlen = 1, .msg_control = u->ctl[i],
                 .msg_controllen = sizeof(u->ctl[i])};
         }
-        int r = u->was_empty ? recv_one(u) : recvmmsg(u->fd, u->msg, FM_UDP_BATCH, MSG_DONTWAIT, NULL);
+        int r = u->was_empty ? recv_one(u)
+                             : recvmmsg(u->fd, u->msg, FM_UDP_BATCH, MSG_DONTWAIT, NULL);
         u->msg_used = r > 0 ? r : 0;
         u->was_empty = r <= 0;
         if (r < 0) {
