@@ -361,10 +361,8 @@ static int place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size
     if (at_frontier(f, pos)) {
         memcpy(&f->stash, b, 8);
         f->stash_pos = pos;
-        if (crc && hdrs)
-            *crc = fm_crc32c(*crc, hdrs, 64);
-        if (crc)
-            *crc = fm_crc32c(*crc, b, 8);
+        if (crc) /* the record's header is stashed, not folded: headers first */
+            *crc = fm_crc32c(hdrs ? fm_crc32c(*crc, hdrs, 64) : *crc, b, 8);
         hdrs = NULL;
         pos += 8;
         b += 8;

@@ -69,10 +69,10 @@ void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *pay
     /* A DATA packet's headers are 64 bytes: they fold into the payload's
      * CRC instead of a chain of their own. */
     size_t head = sizeof(*h) + sub_len;
-    int i = 0;
-    uint32_t crc = head == 64 && n ? fm_crc32c_after(0, h, payload[i].iov_base, payload[i].iov_len)
-                                   : fm_crc32c(0, h, head);
-    for (i = head == 64 && n; i < n; i++)
+    int folded = head == 64 && n > 0;
+    uint32_t crc = folded ? fm_crc32c_after(0, h, payload[0].iov_base, payload[0].iov_len)
+                          : fm_crc32c(0, h, head);
+    for (int i = folded; i < n; i++)
         crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
     h->crc = crc;
 }
