@@ -171,12 +171,15 @@ static void output(struct udp_link *nl, int flush, uint64_t now)
     } while (n == FM_UDP_SEND_MAX);
 }
 
-/* Receives, runs timers, sends. Called with the link's lock held. */
-static int run(struct udp_link *nl, int flush)
+/* Receives, runs timers, sends. Called with the link's lock held, and
+ * the clock just read (a reading costs about 24 ns in this VM, a sixth of
+ * a poll of an empty socket's own work). */
+static int run(struct udp_link *nl, int flush, uint64_t now)
 {
     int got = 0;
     for (int round = 0; round < RECV_ROUNDS; round++) {
-        uint64_t now = fm_now_ns();
+        if (round)
+            now = fm_now_ns();
         uint32_t busy = 0;
         for (int r = 0; r < nl->nrails; r++) {
             got += fm_udp_recv(&nl->rail[r], nl->engine, now);
@@ -224,7 +227,7 @@ static int udp_progress(fm_ctx *ctx, void *state, int flush)
     __atomic_store_n(&nl->idle,
                      now - __atomic_load_n(&nl->last_traffic_ns, __ATOMIC_RELAXED) > IDLE_AFTER_NS,
                      __ATOMIC_RELAXED);
-    int got = run(nl, flush);
+    int got = run(nl, flush, now);
     pthread_mutex_unlock(&nl->lock);
     return got;
 }
@@ -257,7 +260,7 @@ static void *watchdog_thread(void *arg)
             continue;
         }
         pthread_mutex_lock(&nl->lock);
-        run(nl, 1);
+        run(nl, 1, fm_now_ns());
         pthread_mutex_unlock(&nl->lock);
     }
     return NULL;
@@ -275,7 +278,7 @@ static void *progress_thread(void *arg)
         int ms = d == UINT64_MAX ? 100 : d <= now ? 0 : (int)FM_MIN((d - now) / 1000000 + 1, 100);
         poll(pfd, (nfds_t)nl->nrails + 1, ms);
         pthread_mutex_lock(&nl->lock);
-        run(nl, 1);
+        run(nl, 1, fm_now_ns());
         pthread_mutex_unlock(&nl->lock);
     }
     return NULL;
@@ -584,7 +587,7 @@ static void udp_released(fm_ctx *ctx, void *state, struct fm_rx *rx)
     struct udp_link *nl = state;
     pthread_mutex_lock(&nl->lock);
     if (fm_net_released(nl->engine, rx->link_rx))
-        run(nl, 0);
+        run(nl, 0, fm_now_ns());
     pthread_mutex_unlock(&nl->lock);
 }
 
@@ -627,7 +630,7 @@ static void kick(struct udp_link *nl, struct fm_txflow *f, fm_ctx *ctx)
     if (ticks - __atomic_load_n(&nl->last_read, __ATOMIC_RELAXED) < IDLE_READ_TICKS)
         return;
     __atomic_store_n(&nl->last_read, ticks, __ATOMIC_RELAXED);
-    run(nl, 0);
+    run(nl, 0, fm_now_ns());
 }
 
 /*
@@ -944,7 +947,7 @@ static int drain(struct udp_link *nl, uint64_t until)
 {
     for (;;) {
         pthread_mutex_lock(&nl->lock);
-        run(nl, 1);
+        run(nl, 1, fm_now_ns());
         uint64_t left = fm_net_unacked(nl->engine);
         uint64_t d = fm_net_deadline(nl->engine);
         pthread_mutex_unlock(&nl->lock);
