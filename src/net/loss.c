@@ -111,6 +111,13 @@ static void check_list(const struct fm_session *s)
 static void check_list(const struct fm_session *s) { (void)s; }
 #endif
 
+void fm_loss_mark_due(struct fm_session *s, struct txent *e)
+{
+    fm_rail_settle(s, e); /* no longer in flight on its rail */
+    e->due = 1;
+    s->due_marked = 1;
+}
+
 void fm_loss_resent(struct fm_session *s, uint32_t q)
 {
     if (txent_at(s, q)->sacked)
@@ -149,8 +156,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
             continue;
         uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
         if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
-            fm_rail_settle(s, e);
-            e->due = 1;
+            fm_loss_mark_due(s, e);
             net->nc[FM_NC_RETX_FAST]++;
             mark_pending(net, s);
         }
@@ -189,6 +195,7 @@ static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, 
         struct txent *e = txent_at(s, q);
         if (!e->sacked) {
             e->sacked = 1;
+            e->due = 0; /* the peer holds it: a retransmission would be a duplicate */
             unlist(s, q);
             fm_rail_acked(s, e, now);
             if (!e->retx) {
@@ -307,8 +314,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
         uint32_t q = e->retx ? s->snd_una : s->snd_nxt - 1;
         struct txent *t = txent_at(s, q);
         if (t->op && !t->sacked && !t->due) {
-            fm_rail_settle(s, t);
-            t->due = 1;
+            fm_loss_mark_due(s, t);
             net->nc[FM_NC_RETX_PROBE]++;
             mark_pending(net, s);
         }
@@ -325,8 +331,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
         for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
             struct txent *t = txent_at(s, q);
             if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
-                fm_rail_settle(s, t);
-                t->due = 1;
+                fm_loss_mark_due(s, t);
                 net->nc[FM_NC_RETX_TIMEOUT]++;
                 break;
             }

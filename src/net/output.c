@@ -225,12 +225,18 @@ static int has_new_data(struct fm_session *s)
     return 0;
 }
 
-/* Retransmissions first: they hold the receiver's window. */
+/* Retransmissions first: they hold the receiver's window. The window is
+ * walked only after a packet was marked due: a stream's output runs at
+ * every send and every read of the sockets, and its window holds hundreds
+ * of packets. */
 static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
                       uint64_t now)
 {
+    if (!s->due_marked)
+        return 0;
     int n = 0;
-    for (uint32_t q = s->snd_una; q != s->snd_nxt && n < max; q++) {
+    uint32_t q = s->snd_una;
+    for (; q != s->snd_nxt && n < max; q++) {
         struct txent *e = txent_at(s, q);
         if (!e->due || !e->op)
             continue;
@@ -240,6 +246,8 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         e->t_sent = now;
         fm_loss_resent(s, q);
     }
+    if (q == s->snd_nxt)
+        s->due_marked = 0;
     return n;
 }
 

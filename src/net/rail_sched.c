@@ -98,10 +98,8 @@ void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
             "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
         struct txent *e = txent_at(s, q);
-        if (e->op && e->rail == r && !e->sacked && !e->due) {
-            fm_rail_settle(s, e);
-            e->due = 1;
-        }
+        if (e->op && e->rail == r && !e->sacked && !e->due)
+            fm_loss_mark_due(s, e);
     }
     if (s->ctl_rail == r)
         s->ctl_rail = (uint8_t)fm_rail_next_usable(net, s, r);

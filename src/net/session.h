@@ -149,6 +149,9 @@ struct fm_session {
      * leaves when acknowledged; a retransmission goes to the end. */
     uint32_t t_first, t_last, t_count;
     uint8_t probed;        /* a tail loss probe went since the last ACK */
+    /* A packet was marked due since retransmit() last walked the whole
+     * window: without one, a send need not walk it. */
+    uint8_t due_marked;
     /* The peer's last ACK listed FM_WIRE_SACK_MAX ranges, the lowest: what it
      * holds from sack_end on may have been left out (loss.c). */
     uint8_t sack_cut;
@@ -329,6 +332,8 @@ uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s);
  * list (unless acknowledged already). */
 void fm_loss_sent(struct fm_session *s, uint32_t q);
 void fm_loss_resent(struct fm_session *s, uint32_t q);
+/* Packet e is to go again at the next output (lost, or its rail failed). */
+void fm_loss_mark_due(struct fm_session *s, struct txent *e);
 /* Marks the packets RACK deems lost as due again. */
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* The timers of packets in flight: RACK, the tail loss probe, the timeout. */
