@@ -213,8 +213,7 @@ static int place_checked(struct fm_rxflow *f, const unsigned char *pkt, size_t l
      * packet then folds in one pass with the copy. */
     unsigned char hdrs[sizeof(*h) + sizeof(*d)];
     _Static_assert(sizeof(hdrs) == 64, "a DATA packet's headers are 64 bytes");
-    memcpy(hdrs, pkt, sizeof(hdrs));
-    memset(hdrs + offsetof(struct fm_wire_hdr, crc), 0, sizeof(h->crc));
+    fm_wire_crc_view(hdrs, pkt, sizeof(hdrs));
     uint32_t crc = 0;
     if (fm_flow_rx_place_crc(f, d->pos, pkt + sizeof(hdrs), len - sizeof(hdrs), hdrs, &crc) != 0)
         return 0;

@@ -24,12 +24,9 @@ const char *const fm_drop_names[FM_DROP_COUNT] = {
 
 uint32_t fm_wire_crc_prefix(const void *pkt, size_t len)
 {
-    /* The CRC is computed with its own field zero. */
-    static const uint32_t zero = 0;
-    uint32_t crc = fm_crc32c(0, pkt, offsetof(struct fm_wire_hdr, crc));
-    crc = fm_crc32c(crc, &zero, sizeof(zero));
-    return fm_crc32c(crc, (const char *)pkt + offsetof(struct fm_wire_hdr, job),
-                     len - offsetof(struct fm_wire_hdr, job));
+    unsigned char h[sizeof(struct fm_wire_hdr)];
+    fm_wire_crc_view(h, pkt, sizeof(h));
+    return fm_crc32c(fm_crc32c(0, h, sizeof(h)), (const char *)pkt + sizeof(h), len - sizeof(h));
 }
 
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,

@@ -180,6 +180,14 @@ extern const char *const fm_drop_names[FM_DROP_COUNT];
  * field counted as zero: the whole packet's is what the header carries. */
 uint32_t fm_wire_crc_prefix(const void *pkt, size_t len);
 
+/* Copies a packet's first n bytes (its header, and maybe more) to out as
+ * its CRC covers them: with the CRC field zero. */
+static inline void fm_wire_crc_view(unsigned char *out, const void *pkt, size_t n)
+{
+    memcpy(out, pkt, n);
+    memset(out + offsetof(struct fm_wire_hdr, crc), 0, sizeof(((struct fm_wire_hdr *)0)->crc));
+}
+
 /* Checks what every packet must satisfy before its opcode is looked at:
  * size, version, checksum, job tag, destination. A packet under the domain
  * tag (0: none) must be FM_WIRE_NAMED both ways. Returns FM_DROP_NONE or
