@@ -2,7 +2,8 @@
 # A program started by one launcher while fastmsg expects another, a missing
 # libpmix, a launcher that cannot be reached: each fails fm_init with a
 # message that names the bootstrap and what to change, never a hang or a
-# job of singletons.
+# job of singletons. So does a malformed FM_FAULT, even in a job on one node
+# that never uses the network path.
 #   boot_errors_test.sh FMRUN CONFORMANCE
 set -u
 FMRUN=$1
@@ -36,6 +37,8 @@ expect_failure "unreachable PMI_PORT" "cannot connect to the launcher at PMI_POR
   env PMI_PORT=127.0.0.1:1 PMI_ID=0 "$CONF" singleton
 expect_failure "PMI_PORT without PMI_ID" "PMI_ID is not a number" \
   env PMI_PORT=127.0.0.1:1 "$CONF" singleton
+expect_failure "FM_FAULT on=sideways, one node" "on=sideways is not send, recv or both" \
+  env FM_FAULT=drop=0.01,on=sideways "$FMRUN" -n 2 "$CONF" pingpong
 
 # libpmix missing: hide it in a private mount namespace.
 lib=$(ldconfig -p | awk '/libpmix\.so\.2 .*x86-64/ {print $NF; exit}')

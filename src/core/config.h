@@ -88,8 +88,9 @@ typedef char fm_cfg_str[256];
       "1: each rank prints its network counters (packets, retransmissions, drops by "    \
       "reason) to stderr when it leaves the job")                                        \
     X(fault, FM_CFG_STR, "FM_FAULT", "", 0, 0, NULL,                                     \
-      "inject faults on the network path: drop=P,dup=P,reorder=P,corrupt=P,seed=N "     \
-      "(probabilities per packet, on send and on receive); empty: none")                 \
+      "inject faults on the network path: drop=P,dup=P,reorder=P,corrupt=P,seed=N, "    \
+      "on=send|recv|both (probabilities per packet, on the sides on= names: both by "    \
+      "default, so a packet meets them twice); empty: none")                             \
     X(ep_max, FM_CFG_INT, "FM_EP_MAX", "8", 1, 64, NULL,                                 \
       "endpoints (channels) one process may have open at once")                          \
     X(shm_ring_size, FM_CFG_SIZE, "FM_SHM_RING_SIZE", "256K", 4096, 1 << 30, NULL,       \

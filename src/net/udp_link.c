@@ -833,6 +833,11 @@ static int udp_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     const struct fm_config *cfg = fm_core_cfg(ctx);
     struct fm_boot *boot = fm_core_boot(ctx);
     int needed = job_needs_net(ctx), rc;
+    /* FM_FAULT is checked even where no packet will meet it: a job on one
+     * node would otherwise ignore a typo in it silently. */
+    struct fm_fault fault = {0};
+    if (cfg->fault[0] && fm_fault_parse(&fault, cfg->fault, err, errlen) < 0)
+        return FM_EINVAL;
     /* Rank 0 publishes the job key whatever it decides for itself, so that
      * ranks that open the link alone (may_be_named) find one. */
     if (fm_core_rank(ctx) == 0 && (rc = publish_job_key(boot, err, errlen)) != 0)
@@ -860,8 +865,7 @@ static int udp_setup(fm_ctx *ctx, void **state, char *err, size_t errlen)
     nl->nrails = rc;
     *state = nl; /* from here on, teardown cleans up */
     if (cfg->fault[0]) {
-        if (fm_fault_parse(&nl->fault, cfg->fault, err, errlen) < 0)
-            return FM_EINVAL;
+        nl->fault = fault;
         for (int r = 0; r < nl->nrails; r++)
             nl->rail[r].fault = &nl->fault;
         fm_warn("net", "fault injection on: FM_FAULT=%s", cfg->fault);
