@@ -212,10 +212,12 @@ static int wait(fm_ep *ep, int timeout_ms, uint64_t start, uint64_t *last)
         for (int k = 0; k < rounds; k++) {
             if (ctx->polled)
                 fm_links_progress(ctx, 1);
+            /* The look comes first: what the sockets brought is seen
+             * without a pause (25 ns in this VM) in its way. */
             for (int i = 0; i < looks; i++) {
-                fm_cpu_relax();
                 if (fm_ep_ready(ep))
                     return ended(last, now, 0);
+                fm_cpu_relax();
             }
         }
         now = fm_now_ns();
