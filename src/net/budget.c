@@ -3,14 +3,20 @@
  * peers sending to one process at once share a budget of bytes in flight,
  * B = clamp(2 x arrival rate x smallest round trip, BUDGET_MIN, BUDGET_MAX),
  * in grants that ride in every ACK. A peer alone is not limited: it has
- * only its ring's credit, as before. Up to BUDGET_TURN_PEERS (K) senders
- * share B equally. More take turns, as Homa overcommits a few messages at
- * a time: K of them hold a share of B for an epoch, the others keep one
- * packet in flight (which keeps them known as senders and brings them an
- * ACK a packet, with their turn in it), and the next epoch the turn passes
- * to the next K in the order they arrived. The queue at the receiver's
- * port is then about B plus a packet per waiting sender, where each
- * sender's own window (a ring per flow) would fill it N times over. See
+ * only its ring's credit, as before. Up to k senders share B equally. More
+ * take turns, as Homa overcommits a few messages at a time: k of them hold
+ * a share of B for an epoch, and the next epoch the turn passes to the
+ * next k in the order they arrived (adapt_turn sets k). The others wait
+ * with a packet in flight (FM_GRANT_TRICKLE: its ACK brings the turn, and
+ * on a crowded host the trickle keeps the port busy while the senders with
+ * a share wait for a CPU), or, when that would put more than B into the
+ * port (at a thousand senders, 1.4 MB), with nothing in flight but a
+ * message that fits one packet (FM_GRANT_PAUSE), so a small request is
+ * not held behind the bulk. The receiver keeps the paused ones listed, and
+ * calls each back with an ACK when its turn comes; a paused sender that
+ * hears nothing for PAUSE_PROBE_NS asks with a PING. The queue at the
+ * receiver's port is then about B, where each sender's own window (a ring
+ * per flow) would fill it N times over (tests/incast_sim). See
  * ../shared/notes/net-cc-loss.md, section 4.1.
  *
  * Loss shrinks nothing: random loss is not congestion, and the sender's
@@ -30,8 +36,17 @@
 #define GRANT_MIN_PACKETS 6
 /* Round trip assumed before one was measured. */
 #define RTT_DEFAULT_NS 100000u
-/* A peer counts as active for this long after its last DATA (at least). */
+/* An epoch lasts at least this long (and four smallest round trips). */
 #define ACTIVE_NS 500000u
+/* A waiting sender that heard nothing for this long asks for its grant
+ * (the ACK with its turn may have been lost): rarely, since at a thousand
+ * senders every probe is a packet into the port the budget protects. */
+#define PAUSE_PROBE_NS 50000000u
+/* Each probe that finds the sender still waiting doubles the next wait, up
+ * to 2^4 x 50 ms: a turn comes round every N / turn_peers() epochs, 144 ms
+ * at a thousand senders into 1 Gbit/s, and 1000 senders probing every 20 ms
+ * sent 55,000 PINGs a second (tests/incast_sim). */
+#define PAUSE_PROBE_DOUBLINGS 4
 /* The smallest round trip is forgotten after this long. */
 #define RTT_MIN_LIFE_NS 10000000000ull
 
@@ -48,83 +63,186 @@ void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
     }
 }
 
-/* The last epoch's senders take the next turn: BUDGET_TURN_PEERS of them,
- * from where the previous turn ended, hold a share of the budget in this
- * one. */
-static void pass_turn(struct fm_net *net)
-{
-    struct fm_session **t = net->turns;
-    net->turns = net->seen;
-    net->nturns = net->nseen;
-    net->seen = t;
-    net->nseen = 0;
-    uint32_t n = net->nturns;
-    if (!n)
-        return;
-    uint32_t first = net->turn_next % n, k = FM_MIN((uint32_t)BUDGET_TURN_PEERS, n);
-    for (uint32_t i = 0; i < k; i++)
-        net->turns[(first + i) % n]->turn_epoch = net->epoch;
-    net->turn_next = (first + k) % n;
-}
+/* An epoch is at most this many times its base (a rate measured low, as
+ * after a quiet spell, would make a turn last for seconds); at 80 KiB,
+ * ports below about 160 Mbit/s then see turns pass a little faster than
+ * they drain. */
+#define EPOCH_STRETCH 8
+/* The peak arrival rate forgets 1/PEAK_DECAY of itself an epoch. */
+#define PEAK_DECAY 256
+/* A peer counts as a sender for this many epochs after its last DATA: an
+ * epoch is a few unloaded round trips, while a sender whose packets queue
+ * at a busy port sends once per loaded round trip, which is longer.
+ * Counted over one epoch, 64 senders into a 1 Gbit/s port looked like 10
+ * (tests/incast_sim), were all granted a share, and kept the port's queue
+ * full, 13 % of their packets dropped. */
+#define RECENT_EPOCHS 8
 
-/* Lists s among this epoch's senders; both lists grow together. */
-static void list_sender(struct fm_net *net, struct fm_session *s)
+/* Lists s among the recent senders. */
+static void list_recent(struct fm_net *net, struct fm_session *s)
 {
-    if (net->nseen == net->turns_cap) {
-        uint32_t cap = net->turns_cap ? 2 * net->turns_cap : 16;
-        struct fm_session **a = realloc(net->seen, sizeof(*a) * cap);
-        if (a)
-            net->seen = a;
-        struct fm_session **b = a ? realloc(net->turns, sizeof(*b) * cap) : NULL;
-        if (b)
-            net->turns = b;
-        if (!a || !b) {
+    if (s->in_recent)
+        return;
+    if (net->nrecent == net->recent_cap) {
+        uint32_t cap = net->recent_cap ? 2 * net->recent_cap : 16;
+        struct fm_session **a = realloc(net->recent, sizeof(*a) * cap);
+        if (!a) {
             net->turns_lost = 1;
             return;
         }
-        net->turns_cap = cap;
+        net->recent = a;
+        net->recent_cap = cap;
     }
-    net->seen[net->nseen++] = s;
+    net->recent[net->nrecent++] = s;
+    s->in_recent = 1;
+}
+
+static uint32_t turn_peers(const struct fm_net *net);
+static uint64_t budget(const struct fm_net *net);
+
+/*
+ * k, how many senders hold a share at once, while others wait: it starts
+ * at as many as the budget has shares of GRANT_MIN_PACKETS, and each
+ * epoch grows by one, or shrinks by a quarter after a loss while DATA came
+ * at its peak rate (the shares overflowed the port's buffer). Fast senders
+ * (tests/incast_sim) settle where the shares about fill the port; on two
+ * CPUs shared by 34 processes, where a grant waits milliseconds for its
+ * sender to run, k = 9 filled a quarter of a 1 Gbit/s port and the growth
+ * takes k to 30-40. With nobody waiting, k starts over.
+ */
+static void adapt_turn(struct fm_net *net, uint64_t rate)
+{
+    uint64_t fit = budget(net) / (GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
+    uint32_t k = net->turn_peers, k_fit = (uint32_t)FM_MAX(FM_MIN(fit, BUDGET_TURN_PEERS), 1);
+    if (!k || net->nrecent <= k)
+        k = k_fit; /* nobody waits: a share each */
+    else if (net->rx_gaps && rate >= net->rx_peak / 10 * 9)
+        k = FM_MAX(k * 3 / 4, 1); /* a loss at the port's full rate: too many */
+    else
+        k = FM_MIN(k + 1, FM_MAX(net->nrecent, 1u));
+    net->turn_peers = k;
+    net->rx_gaps = 0;
+}
+
+/* The epoch ends: senders quiet for RECENT_EPOCHS leave the list (not the
+ * paused ones: they are quiet because we asked), and the turn passes to
+ * the next k of the list. A paused sender whose turn it is hears of it
+ * now, in an ACK of its own: it has nothing in flight that an ACK would
+ * answer. */
+static void next_epoch(struct fm_net *net, uint64_t now)
+{
+    uint64_t elapsed = now - net->t_epoch;
+    net->epoch++;
+    net->t_epoch = now;
+    /* The arrival rate: a maximum that decays by 1/8 an epoch. */
+    uint64_t rate = net->rx_bytes * 1000000000u / elapsed;
+    net->rx_rate = FM_MAX(rate, net->rx_rate - net->rx_rate / 8);
+    net->rx_peak = FM_MAX(rate, net->rx_peak - net->rx_peak / PEAK_DECAY);
+    net->rx_bytes = 0;
+    adapt_turn(net, rate);
+    /* A turn lasts as long as the port takes to carry the budget twice:
+     * each new set of senders puts a budget into the network while the
+     * last set's is still arriving (in turns of an epoch of 0.5 ms, 32
+     * senders into 1 Gbit/s put 164 MB/s into a 125 MB/s port and kept
+     * its queue full: tests/incast_sim). */
+    uint64_t base = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
+    uint64_t granted = FM_MAX(budget(net), (uint64_t)turn_peers(net) * GRANT_MIN_PACKETS *
+                                              net->p.payload);
+    uint64_t drain = net->rx_rate ? 2 * granted * 1000000000u / net->rx_rate : 0;
+    net->epoch_ns = FM_MIN(FM_MAX(base, drain), EPOCH_STRETCH * base);
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < net->nrecent; i++) {
+        struct fm_session *s = net->recent[i];
+        int waits = s->grant_given == FM_GRANT_PAUSE;
+        if (s->state == S_UP && (waits || s->active_epoch + RECENT_EPOCHS > net->epoch)) {
+            net->recent[keep++] = s;
+        } else {
+            s->in_recent = 0;
+            if (i < net->turn_next)
+                net->turn_next--; /* the turn goes on from the same sender */
+        }
+    }
+    net->nrecent = keep;
+    uint32_t n = keep, k = turn_peers(net);
+    int all = n <= k;
+    if (!all) {
+        uint32_t first = net->turn_next % n;
+        for (uint32_t i = 0; i < k; i++)
+            net->recent[(first + i) % n]->turn_epoch = net->epoch;
+        net->turn_next = (first + k) % n;
+    }
+    net->nwaiting = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct fm_session *s = net->recent[i];
+        if (s->grant_given != FM_GRANT_PAUSE)
+            continue;
+        if (all || s->turn_epoch == net->epoch) {
+            s->ack_now = 1;
+            mark_pending(net, s);
+        } else {
+            net->nwaiting++;
+        }
+    }
 }
 
 void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now)
 {
-    /* Active peers, counted per epoch of a few round trips: O(1) a packet. */
-    uint64_t elapsed = now - net->t_epoch;
-    if (elapsed >= net->epoch_ns) {
-        /* A gap of more than one epoch leaves no peer active in the last. */
-        net->active_prev = elapsed < 2 * net->epoch_ns ? net->active_now : 0;
-        net->active_now = 0;
-        if (!net->active_prev)
-            net->nseen = 0;
-        net->epoch++;
-        net->t_epoch = now;
-        pass_turn(net);
-        /* The arrival rate: a maximum that decays by 1/8 an epoch. */
-        uint64_t rate = net->rx_bytes * 1000000000u / elapsed;
-        net->rx_rate = FM_MAX(rate, net->rx_rate - net->rx_rate / 8);
-        net->rx_bytes = 0;
-        net->epoch_ns = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
-    }
+    if (now - net->t_epoch >= net->epoch_ns)
+        next_epoch(net, now);
     net->rx_bytes += len;
-    if (s->active_epoch != net->epoch) {
-        s->active_epoch = net->epoch;
-        net->active_now++;
-        list_sender(net, s);
-    }
+    s->active_epoch = net->epoch;
+    list_recent(net, s);
+}
+
+void fm_budget_tick(struct fm_net *net, uint64_t now)
+{
+    if (net->nwaiting && now - net->t_epoch >= net->epoch_ns)
+        next_epoch(net, now);
+}
+
+uint64_t fm_budget_deadline(const struct fm_net *net)
+{
+    return net->nwaiting ? net->t_epoch + net->epoch_ns : UINT64_MAX;
+}
+
+void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant)
+{
+    if (grant == FM_GRANT_PAUSE && s->grant_given != FM_GRANT_PAUSE)
+        net->nwaiting++; /* counted again at each epoch's end */
+    s->grant_given = grant;
+    /* A paused sender may say nothing until its turn (a PING that asked
+     * brought it here): it stays listed so that the turn finds it. */
+    if (grant == FM_GRANT_PAUSE)
+        list_recent(net, s);
+}
+
+static uint64_t budget(const struct fm_net *net)
+{
+    uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
+    return FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
+}
+
+static uint32_t turn_peers(const struct fm_net *net)
+{
+    return net->turn_peers ? net->turn_peers : BUDGET_TURN_PEERS;
+}
+
+uint32_t fm_budget_unscheduled(const struct fm_net *net)
+{
+    return net->p.payload;
 }
 
 uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s)
 {
-    uint32_t n = FM_MAX(net->active_now, net->active_prev);
+    uint32_t n = net->nrecent + !s->in_recent;
     if (n < 2)
         return 0; /* one sender: its credit is enough */
-    uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
-    b = FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
-    if (n > BUDGET_TURN_PEERS && !net->turns_lost) {
+    uint64_t b = budget(net);
+    uint32_t k = turn_peers(net);
+    if (n > k && !net->turns_lost) {
         if (s->turn_epoch != net->epoch)
-            return 1; /* one packet in flight (fm_budget_allows) until its turn */
-        n = BUDGET_TURN_PEERS;
+            return (uint64_t)(n - k) * net->p.payload > b ? FM_GRANT_PAUSE : FM_GRANT_TRICKLE;
+        n = k;
     }
     /* At least GRANT_MIN_PACKETS each: with two, every packet cost its
      * sender a wake-up for an ACK, and 32 senders on two CPUs left the port
@@ -144,10 +262,34 @@ uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *
     return FM_MAX(1u, FM_MIN((uint32_t)ACK_EVERY, s->grant_given / (2 * net->p.payload)));
 }
 
-int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len)
+int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len,
+                     int last)
 {
     if (!s->grant)
         return 1;
     uint64_t inflight = fm_session_inflight(net, s);
+    if (s->grant == FM_GRANT_TRICKLE)
+        return inflight == 0;
+    if (s->grant == FM_GRANT_PAUSE)
+        return inflight == 0 && last;
     return inflight == 0 || inflight + len <= s->grant;
+}
+
+void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->grant != FM_GRANT_PAUSE || s->snd_una != s->snd_nxt ||
+        now - FM_MAX(s->t_last_rx, s->t_last_tx) < fm_budget_probe_after(s))
+        return;
+    for (uint32_t i = 0; i < s->nlive; i++)
+        if (s->live[i]->complete > s->live[i]->sent) {
+            s->rail[s->ctl_rail].ping_due = 1; /* its answer carries the grant */
+            s->probes += s->probes < PAUSE_PROBE_DOUBLINGS;
+            mark_pending(net, s);
+            return;
+        }
+}
+
+uint64_t fm_budget_probe_after(const struct fm_session *s)
+{
+    return (uint64_t)PAUSE_PROBE_NS << s->probes;
 }

@@ -1,14 +1,17 @@
 /* The receiver's budget: a lone sender is not limited, a few share the
- * budget equally, and many take turns at it, each getting its turn. */
+ * budget equally, and many take turns at it, each getting its turn; how
+ * many hold a share adapts; the ones waiting keep a packet in flight, or,
+ * when those packets would be more than the budget, send nothing but a
+ * small message, stay listed while quiet, and are called back when their
+ * turn comes. */
 #include "net/session.h"
 #include "testing/fmtest.h"
 
 #include <string.h>
 
-#define SENDERS (3 * BUDGET_TURN_PEERS)
-#define K BUDGET_TURN_PEERS
+#define SENDERS 200
 #define PAYLOAD 1400
-#define EPOCH_NS 600000u /* longer than the budget's epoch (0.5 ms at first) */
+#define EPOCH_NS 10000000u /* longer than any epoch of the budget (4 ms at most here) */
 
 static struct fm_net *make(void)
 {
@@ -22,9 +25,11 @@ static struct fm_net *make(void)
     return fm_net_new(&p);
 }
 
-/* One epoch in which senders [1, n] each send a packet; returns how many
- * of them may send more than one packet afterwards (a share of the budget,
- * or no limit), and counts each one's turns in turns[]. */
+static int waits(uint32_t g) { return g == FM_GRANT_TRICKLE || g == FM_GRANT_PAUSE; }
+
+/* One epoch in which senders [1, n] each send a packet and are answered
+ * (their grants recorded as an ACK would); returns how many hold a share
+ * (or no limit) afterwards, and counts each one's turns in turns[]. */
 static int epoch(struct fm_net *net, struct fm_session **s, int n, uint64_t *now, int turns[])
 {
     *now += EPOCH_NS;
@@ -33,8 +38,9 @@ static int epoch(struct fm_net *net, struct fm_session **s, int n, uint64_t *now
     int granted = 0;
     for (int i = 1; i <= n; i++) {
         uint32_t g = fm_budget_grant(net, s[i]);
-        CHECK(g <= 1 || g >= 6 * PAYLOAD);
-        if (g != 1) {
+        fm_budget_granted(net, s[i], g);
+        CHECK(waits(g) || g == 0 || g >= 6 * PAYLOAD);
+        if (!waits(g)) {
             granted++;
             turns[i]++;
         }
@@ -50,6 +56,9 @@ int main(void)
     for (int i = 1; i <= SENDERS; i++) {
         s[i] = fm_session_get(net, i);
         CHECK(s[i] != NULL);
+        s[i]->state = S_UP;
+        /* A sender's first burst, before any ACK: a packet. */
+        CHECK_EQ(s[i]->grant, PAYLOAD);
     }
     uint64_t now = 1000000000ull;
     int turns[SENDERS + 1] = {0};
@@ -58,37 +67,83 @@ int main(void)
     epoch(net, s, 1, &now, turns);
     CHECK_EQ(fm_budget_grant(net, s[1]), 0);
 
-    /* Up to K: a share each, all at once. */
+    /* A few: a share each, all at once. */
     memset(turns, 0, sizeof(turns));
-    epoch(net, s, K, &now, turns);
-    CHECK_EQ(epoch(net, s, K, &now, turns), K);
+    epoch(net, s, 4, &now, turns);
+    CHECK_EQ(epoch(net, s, 4, &now, turns), 4);
 
-    /* Many: K at a time hold a share, the others one packet. After an
-     * epoch that lists them, every sender gets one turn in three epochs. */
-    now += 3 * EPOCH_NS; /* a quiet spell: the lists start over */
+    /* Many: turn_peers of them hold a share at once, starting from as many
+     * shares of six packets as the budget has, one more each epoch without
+     * a loss at the full rate; the others pause (their packets would be
+     * more than the budget). Every sender gets its turns. */
+    now += 20 * (uint64_t)EPOCH_NS; /* a quiet spell: the list starts over */
     memset(turns, 0, sizeof(turns));
     epoch(net, s, SENDERS, &now, turns);
+    uint32_t k0 = net->turn_peers;
+    CHECK(k0 >= 1 && (uint64_t)k0 * 6 * PAYLOAD <= (80u << 10));
     memset(turns, 0, sizeof(turns));
-    for (int e = 0; e < 3; e++)
-        CHECK_EQ(epoch(net, s, SENDERS, &now, turns), K);
+    int rounds = 0;
+    for (int e = 0; e < 60; e++) {
+        int g = epoch(net, s, SENDERS, &now, turns);
+        CHECK_EQ(g, (int)net->turn_peers);
+        rounds += g;
+    }
+    CHECK(net->turn_peers > k0);
     for (int i = 1; i <= SENDERS; i++)
-        CHECK_EQ(turns[i], 1);
-    /* And again in the next three. */
-    for (int e = 0; e < 3; e++)
-        CHECK_EQ(epoch(net, s, SENDERS, &now, turns), K);
-    for (int i = 1; i <= SENDERS; i++)
-        CHECK_EQ(turns[i], 2);
+        CHECK(turns[i] >= rounds / SENDERS - 1 && turns[i] <= rounds / SENDERS + 2);
+    int w = 0;
+    for (int i = 1; i <= SENDERS && !w; i++)
+        if (fm_budget_grant(net, s[i]) == FM_GRANT_PAUSE)
+            w = i;
+    CHECK(w > 0);
 
-    /* Senders that stop leave the rotation: the K + 1 still sending share
-     * the turns among themselves, each sitting one epoch out of K + 1. */
-    epoch(net, s, K + 1, &now, turns);
-    memset(turns, 0, sizeof(turns));
-    for (int e = 0; e < K + 1; e++)
-        CHECK_EQ(epoch(net, s, K + 1, &now, turns), K);
-    for (int i = 1; i <= K + 1; i++)
-        CHECK_EQ(turns[i], K);
-    for (int i = K + 2; i <= SENDERS; i++)
-        CHECK_EQ(turns[i], 0);
+    /* A loss at the full rate: fewer at once, by a quarter. */
+    uint32_t before = net->turn_peers;
+    net->rx_gaps = 1;
+    epoch(net, s, SENDERS, &now, turns);
+    CHECK_EQ(net->turn_peers, FM_MAX(before * 3 / 4, 1u));
+    epoch(net, s, SENDERS, &now, turns);
+    CHECK_EQ(net->turn_peers, FM_MAX(before * 3 / 4, 1u) + 1);
+
+    /* A paused sender may send only a message that fits a packet, and only
+     * with nothing in flight; a trickling one any packet, one at a time. */
+    s[w]->grant = FM_GRANT_PAUSE;
+    CHECK(fm_budget_allows(net, s[w], 8, 1));
+    CHECK(!fm_budget_allows(net, s[w], PAYLOAD, 0));
+    s[w]->grant = FM_GRANT_TRICKLE;
+    CHECK(fm_budget_allows(net, s[w], PAYLOAD, 0));
+    s[w]->rail[0].inflight = 8;
+    CHECK(!fm_budget_allows(net, s[w], 8, 1));
+    s[w]->rail[0].inflight = 0;
+
+    /* Paused senders stay listed while quiet (they wait because we asked),
+     * and each hears of its turn when it comes: the receiver owes it an
+     * ACK. */
+    for (int i = 1; i <= SENDERS; i++)
+        s[i]->ack_now = 0;
+    int paused = 0, called = 0;
+    for (int i = 1; i <= SENDERS; i++)
+        paused += s[i]->grant_given == FM_GRANT_PAUSE;
+    CHECK(paused > 0);
+    CHECK(fm_budget_deadline(net) < UINT64_MAX);
+    for (int e = 0; e < SENDERS && fm_budget_deadline(net) < UINT64_MAX; e++) {
+        now += EPOCH_NS;
+        fm_budget_tick(net, now);
+        for (int i = 1; i <= SENDERS; i++)
+            if (s[i]->ack_now && s[i]->grant_given == FM_GRANT_PAUSE) {
+                called++;
+                s[i]->ack_now = 0;
+                fm_budget_granted(net, s[i], fm_budget_grant(net, s[i]));
+            }
+    }
+    CHECK_EQ(called, paused);
+
+    /* Senders that stop and were not told to wait leave the list: the few
+     * still sending share the budget among themselves. */
+    for (int e = 0; e < 20; e++)
+        epoch(net, s, 3, &now, turns);
+    CHECK_EQ(net->nrecent, 3u);
+    CHECK_EQ(epoch(net, s, 3, &now, turns), 3);
 
     fm_net_free(net);
     return 0;

@@ -66,8 +66,7 @@ void fm_net_free(struct fm_net *net)
     free(net->gathering);
     free(net->sess);
     free(net->by_epoch);
-    free(net->seen);
-    free(net->turns);
+    free(net->recent);
     free(net);
 }
 

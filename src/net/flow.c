@@ -499,7 +499,10 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
  * lost. Ask again (backing off like a retransmission). */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto)
+    /* (A sender waiting for its turn at the peer's budget is quiet on
+     * purpose: fm_budget_probe asks, and more rarely.) */
+    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto ||
+        s->grant == FM_GRANT_PAUSE)
         return;
     for (uint32_t i = 0; i < s->nlive; i++) {
         struct fm_txflow *f = s->live[i];

@@ -119,6 +119,8 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
     if (off > FM_NET_WIN_MAX)
         return FM_DROP_WINDOW;
     if (off > 0) {
+        if (!s->nheld)
+            net->rx_gaps++; /* a new gap: the budget takes it for a drop */
         s->ack_now = 1; /* tell the sender about the gap at once */
         if (hold_room(s, off))
             return FM_DROP_WINDOW;
@@ -445,6 +447,10 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         }
         struct fm_wire_sack sack[FM_WIRE_SACK_MAX];
         memcpy(sack, pl + sizeof(a) + credits, sizeof(sack[0]) * a.nsack);
+        if (s->grant != a.grant && (s->grant == FM_GRANT_TRICKLE || s->grant == FM_GRANT_PAUSE)) {
+            s->probes = 0;
+            mark_pending(net, s); /* its turn: what waited may go */
+        }
         s->grant = a.grant;
         s->ring_max = a.ring_max;
         fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);

@@ -198,7 +198,8 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     int nsack = sack_ranges(s, sack);
     a->ncredit = (uint16_t)n;
     a->nsack = (uint16_t)nsack;
-    a->grant = s->grant_given = fm_budget_grant(net, s);
+    a->grant = fm_budget_grant(net, s);
+    fm_budget_granted(net, s, a->grant);
     a->ring_max = fm_flow_ring_max(net);
     a->rails_busy = net->rails_busy;
     memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
@@ -240,6 +241,12 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         struct txent *e = txent_at(s, q);
         if (!e->due || !e->op)
             continue;
+        /* Under the receiver's budget like new data: a sender waiting for
+         * its turn resends nothing until then, but for the oldest packet
+         * (the timeout's, one per timeout): packets lost in a burst still
+         * count in flight until found lost, and would hold the grant. */
+        if (e->op == FM_OP_DATA && q != s->snd_una && !fm_budget_allows(net, s, e->len, 0))
+            break;
         emit(net, s, q, &pkts[n++], now);
         e->due = 0;
         e->retx++;
@@ -304,7 +311,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
         scan_complete(f, f->ring.size);
         while (n < max && window_open(net, s) && f->complete > f->sent) {
             uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
-            if (!fm_budget_allows(net, s, len))
+            if (!fm_budget_allows(net, s, len, len == f->complete - f->sent))
                 break; /* until an ACK returns some of the peer's grant */
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
@@ -469,13 +476,14 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         net->next_timer = now;
     }
     net->t_last_output = now;
+    fm_budget_tick(net, now);
     if (now >= net->next_timer) {
         uint64_t next = UINT64_MAX;
         for (int i = 0; i < net->nall; i++) {
             fm_session_timers(net, net->all[i], now);
             next = FM_MIN(next, fm_session_deadline(net, net->all[i]));
         }
-        net->next_timer = next;
+        net->next_timer = FM_MIN(next, fm_budget_deadline(net));
     }
     if (flush) {
         for (int i = 0; i < net->ngathering; i++) {

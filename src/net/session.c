@@ -97,6 +97,7 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
     s->named = named;
     s->snd_nxt = s->snd_una = (uint32_t)rnd(net);
     s->rto = net->p.rto_min_ns * 4;
+    s->grant = fm_budget_unscheduled(net);
     net->sess[rank] = s;
     if (named && named_register(net, s, net->p.up.named_epoch(net->p.up.core, rank))) {
         net->sess[rank] = NULL;
@@ -251,6 +252,7 @@ void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
         fm_rail_check(net, s, now);
     fm_loss_timers(net, s, now);
     fm_flow_credit_check(net, s, now);
+    fm_budget_probe(net, s, now);
     fm_flow_idle_check(net, s, now);
     uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
     if (now - s->t_last_tx >= ping_every ||

@@ -135,7 +135,9 @@ struct fm_session {
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
     uint32_t grant_given;  /* the grant our last ACK gave the peer */
     uint64_t active_epoch; /* budget.c: the last epoch in which the peer sent DATA */
-    uint64_t turn_epoch;   /* budget.c: the epoch in which it may send beyond one packet */
+    uint64_t turn_epoch;   /* budget.c: the epoch in which it holds a share */
+    uint8_t in_recent;     /* budget.c: listed in net->recent */
+    uint8_t probes;        /* budget.c: PINGs sent while waiting for a turn */
     uint32_t ring_max;     /* the largest ring the peer lets our flows grow to */
     uint32_t grow_src, grow_dst, grow_size; /* a flow that grew: its successor's ring */
     uint32_t births;       /* flows created, for their order */
@@ -212,14 +214,19 @@ struct fm_net {
     /* budget.c: peers sending to us (per epoch), their arrival rate, and
      * the smallest recent round trip */
     uint64_t epoch, t_epoch, epoch_ns;
-    uint32_t active_now, active_prev;
-    /* The peers that sent DATA in this epoch (seen) and in the last one
-     * (turns, whose members take turns at a full grant from turn_next on).
+    /* The peers that sent DATA in the last few epochs, or wait for their
+     * turn, in the order they came (turns go round from turn_next).
      * Sessions live as long as the engine, so the pointers stay valid. */
-    struct fm_session **seen, **turns;
-    uint32_t nseen, nturns, turns_cap, turn_next;
-    uint8_t turns_lost;         /* a list could not grow: equal grants for all */
+    struct fm_session **recent;
+    uint32_t nrecent, recent_cap, turn_next;
+    uint32_t nwaiting;          /* of them, paused (FM_GRANT_PAUSE) */
+    uint8_t turns_lost;         /* the list could not grow: equal grants for all */
     uint64_t rx_bytes, rx_rate;
+    /* How many senders hold a share at once (budget.c), the highest rate
+     * DATA came at of late, and the gaps (losses) seen this epoch. */
+    uint32_t turn_peers;
+    uint64_t rx_peak;
+    uint32_t rx_gaps;
     uint64_t rtt_min, t_rtt_min;
     /* input.c: the stream packet last delivered in order, while the batch
      * of receives it came in lasts (s NULL: none), which the next packet of
@@ -346,10 +353,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
                     int status_answer, uint64_t now);
 
 /* budget.c */
-/* Senders granted a share of the budget at once; more take turns. Up to 32
- * all are granted together (bench/incast.sh, 32 senders: turns of 8 or 16
- * left the port idle, 0.74-0.89x of CUBIC's goodput against 0.965x); 64
- * granted together filled 0.19-0.28x, in turns of 32 0.86-0.97x. */
+/* The most senders a turn starts with (budget.c's adapt_turn grows it). */
 #define BUDGET_TURN_PEERS 32
 /* A round trip was measured: the smallest recent one sizes the budget. */
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now);
@@ -364,13 +368,35 @@ static inline void fm_budget_on_data(struct fm_net *net, struct fm_session *s, s
     else
         fm_budget_epoch(net, s, len, now);
 }
+/* Grants that say: wait for your turn, with one packet in flight (its ACK
+ * brings the turn), or, when the waiting ones' packets would be more than
+ * the budget, with nothing in flight but a message that fits one packet
+ * (the turn comes in an ACK of its own). See fm_budget_allows. */
+#define FM_GRANT_TRICKLE 1u
+#define FM_GRANT_PAUSE 2u
 /* The grant our ACKs to s carry now: bytes in flight it may have, 0 for no
- * limit (fewer than two senders). */
+ * limit (fewer than two senders), FM_GRANT_TRICKLE or FM_GRANT_PAUSE. */
 uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s);
+/* What a sender may have in flight to a peer before its first ACK says
+ * what the peer grants: a thousand senders starting at once would
+ * otherwise each fill a ring's credit into one port. */
+uint32_t fm_budget_unscheduled(const struct fm_net *net);
+/* An ACK gave s that grant. */
+void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant);
+/* The epoch ends on time while senders wait, even with no DATA coming;
+ * fm_budget_deadline says when. */
+void fm_budget_tick(struct fm_net *net, uint64_t now);
+uint64_t fm_budget_deadline(const struct fm_net *net);
+/* Sender side: a waiting session silent for long asks for its grant, after
+ * fm_budget_probe_after(s) of silence. */
+void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now);
+uint64_t fm_budget_probe_after(const struct fm_session *s);
 /* Packets received from s before an ACK goes on its own. */
 uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s);
-/* Whether s may send len more bytes of DATA under the peer's grant. */
-int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len);
+/* Whether s may send len more bytes of DATA under the peer's grant; last:
+ * they are all its flow has to send (a small message, when waiting). */
+int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len,
+                     int last);
 
 /* flow.c */
 /* A flow is over and acknowledged: freed now or when its last route lets go. */
