@@ -16,7 +16,8 @@
 # victim_p99) and, per transport, the port's (port_drops in % of packets,
 # port_backlog_p50 and port_backlog_p99 in bytes, sampled every 20 ms over
 # the measured interval), each with "round"; a log on stderr, with the
-# qdisc's counters after each run.
+# qdisc's counters after each run. Then tests/incast_sim's lines (test
+# "incast_sim"): 8 to 1000 senders simulated over the engine.
 #
 #   bench/incast.sh [--quick] [--senders "8 32"]      (root)
 #   --quick: one round of 2 s per count instead of three of 3 s
@@ -204,4 +205,14 @@ for n in $senders; do
   made=()
   ip link del "${P}m" 2>/dev/null # gone with the switch already, as a rule
 done
+# What two CPUs cannot run with real processes: up to a thousand senders,
+# simulated over the engine (tests/incast_sim.c), into the same kind of port.
+SIM=build/release/tests/incast_sim
+if [ -x "$SIM" ]; then
+  log "simulated: 8 to 1000 senders into a 1 Gbit/s port with a 256 KB buffer"
+  sim_ms=500
+  [ $quick -eq 1 ] && sim_ms=200
+  "$SIM" --senders 8,32,64,256,1000 --ms $sim_ms --warmup-ms 100 --json ||
+    { log "incast_sim failed"; failed=$((failed + 1)); }
+fi
 exit $((failed > 0))

@@ -286,6 +286,22 @@ def sweep_table(rows):
     return out
 
 
+def sim_table(rows):
+    sim = sorted((r for r in rows if r.get("test") == "incast_sim"), key=lambda r: r["senders"])
+    if not sim:
+        return []
+    r0 = sim[0]
+    md = [f"### Incast simulated over the engine (tests/incast_sim): a {r0['rate_mbit']:.0f} "
+          f"Mbit/s port, {r0['buffer'] // 1000} KB buffer, {r0['ms']} ms", "",
+          "| senders | goodput / port | queue mean / max (KB) | drops | min/max share "
+          "| starved | victim p50 / p99 |", "|---|---|---|---|---|---|---|"]
+    for r in sim:
+        md.append(f"| {r['senders']} | {r['goodput']:.3f} | {r['queue_kb']:.0f} / "
+                  f"{r['queue_max_kb']:.0f} | {r['drops_pct']:.2f} % | {r['minmax']:.2f} | "
+                  f"{r['starved']} | {r['victim_p50_us']:.0f} / {r['victim_p99_us']:.0f} us |")
+    return md + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -295,7 +311,7 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     rows = load(a.results)
-    res = Results([r for r in rows if "round" not in r])
+    res = Results([r for r in rows if "round" not in r and r.get("test") != "incast_sim"])
     md = [f"## {a.title}", "", f"Command: `{a.command}`", ""]
     if a.machine:
         md += [a.machine, ""]
@@ -313,6 +329,7 @@ def main():
     md += table(res, "connect", "Connection per message (seed 002): open, send, receive, close")
     md += sweep_table(rows)
     md += loss_table(rows)
+    md += sim_table(rows)
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -14,8 +14,10 @@
  * senders that got nothing through, and the victim's one-way latency (p50
  * and p99). What no two-CPU machine can run: a thousand real senders.
  *
- *   incast_sim [--senders LIST] [--ms M] [--rate MBIT] [--buffer BYTES]
- *              [--ack-us US] [--quick]
+ *   incast_sim [--senders LIST] [--ms M] [--warmup-ms M] [--rate MBIT]
+ *              [--buffer BYTES] [--ack-us US] [--stagger-us US] [--json] [--quick]
+ *   --stagger-us: sender i starts i x US after the first (default together)
+ *   --json: a JSON line per sender count (test "incast_sim"), as bench/ prints
  *
  * --quick (256 senders, 150 ms) is the ctest run: it checks what the
  * budget promises at that scale (the port kept busy, no sender starved,
@@ -379,8 +381,9 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: incast_sim [--senders 8,32,...] [--ms M] [--rate MBIT] "
-                    "[--buffer BYTES] [--ack-us US] [--quick]\n");
+    fprintf(stderr, "usage: incast_sim [--senders 8,32,...] [--ms M] [--warmup-ms M] "
+                    "[--rate MBIT] [--buffer BYTES] [--ack-us US] [--stagger-us US] [--json] "
+                    "[--quick]\n");
     exit(2);
 }
 
@@ -389,13 +392,15 @@ int main(int argc, char **argv)
     char list[256] = "8,32,64,256,1000";
     uint64_t ms = 200, buffer = 256000, ack_us = 10;
     double rate = 1000;
-    int quick = 0;
+    int quick = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
             snprintf(list, sizeof(list), "256");
             ms = 150;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
         } else if (!strcmp(argv[i], "--senders") && v) {
             snprintf(list, sizeof(list), "%s", v);
             i++;
@@ -423,12 +428,15 @@ int main(int argc, char **argv)
     }
     if (!ms || rate <= 0 || buffer < 3000)
         usage();
-    printf("# incast simulated: a %.0f Mbit/s port with a %llu-byte buffer, %llu ms measured "
+    if (!json)
+        printf("# incast simulated: a %.0f Mbit/s port with a %llu-byte buffer, %llu ms measured "
            "after %llu ms, ACK path %llu us\n",
            rate, (unsigned long long)buffer, (unsigned long long)ms,
            (unsigned long long)(warmup_ns / 1000000), (unsigned long long)ack_us);
-    printf("%8s %8s %9s %9s %9s %7s %8s %8s %10s %10s\n", "senders", "goodput", "queue_kb",
-           "qmax_kb", "qmax_ms", "drops%", "min/max", "starved", "victim_p50", "victim_p99");
+    if (!json)
+        printf("%8s %8s %9s %9s %9s %7s %8s %8s %10s %10s\n", "senders", "goodput",
+               "queue_kb", "qmax_kb", "qmax_ms", "drops%", "min/max", "starved", "victim_p50",
+               "victim_p99");
     int bad = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int n = atoi(tok);
@@ -436,9 +444,18 @@ int main(int argc, char **argv)
             usage();
         struct figures f;
         run(n, ms, rate, buffer, ack_us * 1000, &f);
-        printf("%8d %8.3f %9.1f %9.1f %9.2f %7.2f %8.2f %8d %8.0fus %8.0fus\n", n, f.goodput,
-               f.q_mean_kb, f.q_max_kb, f.q_max_ms, f.drops_pct, f.fairness, f.starved,
-               f.victim_p50_us, f.victim_p99_us);
+        if (json)
+            printf("{\"test\": \"incast_sim\", \"senders\": %d, \"ms\": %llu, \"rate_mbit\": "
+                   "%.0f, \"buffer\": %llu, \"goodput\": %.4f, \"queue_kb\": %.1f, "
+                   "\"queue_max_kb\": %.1f, \"drops_pct\": %.3f, \"minmax\": %.3f, "
+                   "\"starved\": %d, \"victim_p50_us\": %.0f, \"victim_p99_us\": %.0f}\n",
+                   n, (unsigned long long)ms, rate, (unsigned long long)buffer, f.goodput,
+                   f.q_mean_kb, f.q_max_kb, f.drops_pct, f.fairness, f.starved, f.victim_p50_us,
+                   f.victim_p99_us);
+        else
+            printf("%8d %8.3f %9.1f %9.1f %9.2f %7.2f %8.2f %8d %8.0fus %8.0fus\n", n,
+                   f.goodput, f.q_mean_kb, f.q_max_kb, f.q_max_ms, f.drops_pct, f.fairness,
+                   f.starved, f.victim_p50_us, f.victim_p99_us);
         fflush(stdout);
         /* What the budget promises: the port busy, every sender served
          * within a few turns, the queue short of full (the number of
