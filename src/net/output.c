@@ -520,6 +520,8 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         if (net->pending[j]->pending)
             net->pending[keep++] = net->pending[j];
     net->npending = keep;
+    /* Senders paused by this output's ACKs wait for the epoch's end. */
+    net->next_timer = FM_MIN(net->next_timer, fm_budget_deadline(net));
     return n;
 }
 

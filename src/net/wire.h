@@ -136,7 +136,8 @@ struct fm_wire_ack {
     uint32_t rails_busy; /* bit r: the receiver's rail r is busy (rail dispatch) */
     uint16_t ncredit;    /* credits that follow */
     uint16_t nsack;      /* selective acknowledgements after them, at most FM_WIRE_SACK_MAX */
-    uint32_t grant;      /* bytes the sender may have in flight to us; 0: no limit */
+    uint32_t grant;      /* bytes the sender may have in flight to us; 0: no limit;
+                            1 and 2: wait for a turn (FM_GRANT_TRICKLE, _PAUSE) */
     uint32_t ring_max;   /* the largest ring the sender's next flows to us may have */
     /* struct fm_wire_credit credit[ncredit]; */
     /* struct fm_wire_sack sack[nsack]; */
