@@ -93,7 +93,7 @@ struct node {
 static struct node *nodes;
 static int nsize; /* ranks: 0 the receiver, 1..n senders, n + 1 the victim */
 static uint64_t now = 1000000000ull;
-static uint64_t stagger_ns, warmup_ns = 20000000ull;
+static uint64_t t_start, stagger_ns, warmup_ns = 20000000ull;
 static int victim_waits; /* its message is on the way: a ping-pong sends one at a time */
 static uint64_t *lat;
 static size_t nlat, lat_cap;
@@ -223,6 +223,153 @@ static void consume(int measuring)
     }
 }
 
+/* One simulation: its parameters, the port's queue, the reverse path, and
+ * what is counted while measuring. */
+struct sim {
+    int nsend;
+    double bytes_per_ns, credit; /* the port's rate, and what it may send now */
+    uint64_t buffer, ack_ns, next_victim;
+    struct fifo port, back;
+    int measuring;
+    uint64_t drops, arrivals, delivered, q_sum, q_max, samples;
+};
+
+static void kick_flow(int rank)
+{
+    fm_txflow_wrote(nodes[rank].tx, now, 0);
+    fm_net_kick(nodes[rank].net, nodes[rank].tx);
+    nodes[rank].dirty = 1;
+}
+
+/* The senders' programs write while their rings have room; the victim
+ * writes its next message when the last one arrived. */
+static void programs_write(struct sim *m)
+{
+    static unsigned char msg[MSG_LEN];
+    for (int i = 1; i <= m->nsend; i++) {
+        struct fm_txflow *f = nodes[i].tx;
+        int wrote = 0;
+        if (now < t_start + (uint64_t)i * stagger_ns)
+            continue;
+        while (fm_ring_room(&f->ring, MSG_LEN) >= (int64_t)MSG_LEN) {
+            struct iovec v = {msg, MSG_LEN};
+            fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, MSG_LEN);
+            wrote = 1;
+        }
+        if (wrote)
+            kick_flow(i);
+    }
+    struct fm_txflow *f = nodes[nsize - 1].tx;
+    if (now >= m->next_victim && !victim_waits && fm_ring_room(&f->ring, 8) >= 8) {
+        struct iovec v = {&now, 8};
+        fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, 8);
+        kick_flow(nsize - 1);
+        victim_waits = 1;
+        m->next_victim = now + VICTIM_EVERY_NS;
+    }
+}
+
+/* What the senders' engines send goes into the port's queue, or is
+ * dropped at its tail. */
+static void senders_send(struct sim *m)
+{
+    struct fm_pkt_out pk[64];
+    for (int i = 1; i < nsize; i++) {
+        struct node *nd = &nodes[i];
+        if (!nd->dirty && now < fm_net_deadline(nd->net))
+            continue;
+        nd->dirty = 0;
+        int n;
+        do {
+            n = fm_net_output(nd->net, pk, 64, 1, now);
+            for (int k = 0; k < n; k++) {
+                struct pkt p = {.to = 0};
+                p.data = packet_bytes(&pk[k], &p.len);
+                m->arrivals += m->measuring;
+                if (m->port.bytes + p.len > m->buffer) {
+                    m->drops += m->measuring;
+                    free(p.data);
+                    continue;
+                }
+                fifo_push(&m->port, p);
+            }
+        } while (n == 64);
+    }
+}
+
+/* The port sends to the receiver at its rate. */
+static void port_send(struct sim *m)
+{
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(7000)};
+    struct pkt *front;
+    m->credit = FM_MIN(m->credit + m->bytes_per_ns * TICK_NS, 2.0 * 1500);
+    while ((front = fifo_front(&m->port)) && m->credit >= front->len) {
+        struct pkt p = fifo_pop(&m->port);
+        m->credit -= p.len;
+        m->delivered += m->measuring ? p.len : 0;
+        fm_net_input(nodes[0].net, p.data, p.len, 0, &from, now);
+        free(p.data);
+        nodes[0].dirty = 1;
+    }
+    fm_net_input_done(nodes[0].net);
+    if (!m->port.n)
+        m->credit = FM_MIN(m->credit, 1500.0); /* an idle port saves no more than a burst */
+    if (m->measuring) {
+        m->q_sum += m->port.bytes;
+        m->q_max = FM_MAX(m->q_max, m->port.bytes);
+        m->samples++;
+    }
+}
+
+/* The receiver's acknowledgements go back over an idle path, and arrive
+ * ack_ns later. */
+static void receiver_answer(struct sim *m)
+{
+    struct fm_pkt_out pk[64];
+    if (nodes[0].dirty || now >= fm_net_deadline(nodes[0].net)) {
+        nodes[0].dirty = 0;
+        int n;
+        do {
+            n = fm_net_output(nodes[0].net, pk, 64, 1, now);
+            for (int k = 0; k < n; k++) {
+                struct pkt p = {.to = pk[k].rank, .due = now + m->ack_ns};
+                p.data = packet_bytes(&pk[k], &p.len);
+                fifo_push(&m->back, p);
+            }
+        } while (n == 64);
+    }
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(7000)};
+    struct pkt *front;
+    while ((front = fifo_front(&m->back)) && front->due <= now) {
+        struct pkt p = fifo_pop(&m->back);
+        fm_net_input(nodes[p.to].net, p.data, p.len, 0, &from, now);
+        fm_net_input_done(nodes[p.to].net);
+        nodes[p.to].dirty = 1;
+        free(p.data);
+    }
+}
+
+static void figures(const struct sim *m, double secs, struct figures *fig)
+{
+    fig->goodput = (double)m->delivered / (m->bytes_per_ns * 1e9 * secs);
+    fig->q_mean_kb = m->samples ? (double)m->q_sum / (double)m->samples / 1000 : 0;
+    fig->q_max_kb = (double)m->q_max / 1000;
+    fig->q_max_ms = (double)m->q_max / m->bytes_per_ns / 1e6;
+    fig->drops_pct = m->arrivals ? 100.0 * (double)m->drops / (double)m->arrivals : 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    fig->starved = 0;
+    for (int i = 1; i <= m->nsend; i++) {
+        lo = FM_MIN(lo, nodes[i].got);
+        hi = FM_MAX(hi, nodes[i].got);
+        fig->starved += nodes[i].got == 0;
+    }
+    fig->fairness = hi ? (double)lo / (double)hi : 0;
+    qsort(lat, nlat, sizeof(*lat), cmp_u64);
+    fig->victim_p50_us = nlat ? (double)lat[nlat / 2] / 1000 : -1;
+    fig->victim_p99_us = nlat ? (double)lat[nlat * 99 / 100] / 1000 : -1;
+    nlat = 0;
+}
+
 static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint64_t ack_ns,
                 struct figures *fig)
 {
@@ -233,145 +380,31 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
     nodes[0].rd = calloc((size_t)nsize, sizeof(*nodes[0].rd));
     if (!nodes || !nodes[0].rx || !nodes[0].rd)
         abort();
-    for (int i = 0; i < nsize; i++) {
-        nodes[i].net = make(i);
-        if (!nodes[i].net)
+    for (int i = 0; i < nsize; i++)
+        if (!(nodes[i].net = make(i)))
             abort();
-    }
     for (int i = 1; i < nsize; i++)
         if (fm_net_flow(nodes[i].net, 0, 1, 1, &nodes[i].tx) != 0)
             abort();
-    struct fifo port = {0}, back = {0};
-    double bytes_per_ns = rate_mbit * 1e6 / 8 / 1e9, credit = 0;
-    uint64_t t0 = now, t_meas = now + warmup_ns, t_end = t_meas + ms * 1000000ull;
-    uint64_t drops = 0, arrivals = 0, delivered = 0, q_sum = 0, q_max = 0, samples = 0;
-    uint64_t next_victim = now;
-    unsigned char msg[MSG_LEN];
-    memset(msg, 0x5a, sizeof(msg));
-    struct fm_pkt_out pk[64];
-    while (now < t_end) {
-        int measuring = now >= t_meas;
-        /* The senders' programs write while their rings have room. */
-        for (int i = 1; i <= nsend; i++) {
-            struct fm_txflow *f = nodes[i].tx;
-            int wrote = 0;
-            if (now < t0 + (uint64_t)i * stagger_ns)
-                continue;
-            while (fm_ring_room(&f->ring, MSG_LEN) >= (int64_t)MSG_LEN) {
-                struct iovec v = {msg, MSG_LEN};
-                fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, MSG_LEN);
-                wrote = 1;
-            }
-            if (wrote) {
-                fm_txflow_wrote(f, now, 0);
-                fm_net_kick(nodes[i].net, f);
-                nodes[i].dirty = 1;
-            }
-        }
-        if (now >= next_victim && !victim_waits) {
-            struct fm_txflow *f = nodes[nsize - 1].tx;
-            if (fm_ring_room(&f->ring, 8) >= 8) {
-                struct iovec v = {&now, 8};
-                fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, 8);
-                fm_txflow_wrote(f, now, 0);
-                fm_net_kick(nodes[nsize - 1].net, f);
-                nodes[nsize - 1].dirty = 1;
-                victim_waits = 1;
-            }
-            next_victim = now + VICTIM_EVERY_NS;
-        }
-        /* Their output goes into the port's queue, or is dropped at it. */
-        for (int i = 1; i < nsize; i++) {
-            struct node *nd = &nodes[i];
-            if (!nd->dirty && now < fm_net_deadline(nd->net))
-                continue;
-            nd->dirty = 0;
-            int n;
-            do {
-                n = fm_net_output(nd->net, pk, 64, 1, now);
-                for (int k = 0; k < n; k++) {
-                    struct pkt p = {.to = 0};
-                    p.data = packet_bytes(&pk[k], &p.len);
-                    if (measuring)
-                        arrivals++;
-                    if (port.bytes + p.len > buffer) {
-                        drops += measuring;
-                        free(p.data);
-                        continue;
-                    }
-                    fifo_push(&port, p);
-                }
-            } while (n == 64);
-        }
-        /* The port sends at its rate. */
-        credit = FM_MIN(credit + bytes_per_ns * TICK_NS, 2.0 * 1500);
-        struct pkt *front;
-        struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(7000)};
-        while ((front = fifo_front(&port)) && credit >= front->len) {
-            struct pkt p = fifo_pop(&port);
-            credit -= p.len;
-            if (measuring)
-                delivered += p.len;
-            fm_net_input(nodes[0].net, p.data, p.len, 0, &from, now);
-            free(p.data);
-            nodes[0].dirty = 1;
-        }
-        fm_net_input_done(nodes[0].net);
-        if (!port.n)
-            credit = FM_MIN(credit, 1500.0); /* an idle port saves no more than a burst */
-        if (measuring) {
-            q_sum += port.bytes;
-            q_max = FM_MAX(q_max, port.bytes);
-            samples++;
-        }
-        consume(measuring);
-        /* The receiver's acknowledgements, back over an idle path. */
-        if (nodes[0].dirty || now >= fm_net_deadline(nodes[0].net)) {
-            nodes[0].dirty = 0;
-            int n;
-            do {
-                n = fm_net_output(nodes[0].net, pk, 64, 1, now);
-                for (int k = 0; k < n; k++) {
-                    struct pkt p = {.to = pk[k].rank, .due = now + ack_ns};
-                    p.data = packet_bytes(&pk[k], &p.len);
-                    fifo_push(&back, p);
-                }
-            } while (n == 64);
-        }
-        while ((front = fifo_front(&back)) && front->due <= now) {
-            struct pkt p = fifo_pop(&back);
-            from.sin_addr.s_addr = 0;
-            fm_net_input(nodes[p.to].net, p.data, p.len, 0, &from, now);
-            fm_net_input_done(nodes[p.to].net);
-            nodes[p.to].dirty = 1;
-            free(p.data);
-        }
-        now += TICK_NS;
+    struct sim m = {.nsend = nsend, .bytes_per_ns = rate_mbit * 1e6 / 8 / 1e9,
+                    .buffer = buffer, .ack_ns = ack_ns, .next_victim = now};
+    t_start = now;
+    uint64_t t_meas = now + warmup_ns, t_end = t_meas + ms * 1000000ull;
+    for (; now < t_end; now += TICK_NS) {
+        m.measuring = now >= t_meas;
+        programs_write(&m);
+        senders_send(&m);
+        port_send(&m);
+        consume(m.measuring);
+        receiver_answer(&m);
     }
-    double secs = (double)(t_end - t_meas) / 1e9;
-    fig->goodput = (double)delivered / (bytes_per_ns * 1e9 * secs);
-    fig->q_mean_kb = samples ? (double)q_sum / (double)samples / 1000 : 0;
-    fig->q_max_kb = (double)q_max / 1000;
-    fig->q_max_ms = (double)q_max / bytes_per_ns / 1e6;
-    fig->drops_pct = arrivals ? 100.0 * (double)drops / (double)arrivals : 0;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    fig->starved = 0;
-    for (int i = 1; i <= nsend; i++) {
-        lo = FM_MIN(lo, nodes[i].got);
-        hi = FM_MAX(hi, nodes[i].got);
-        fig->starved += nodes[i].got == 0;
-    }
-    fig->fairness = hi ? (double)lo / (double)hi : 0;
-    qsort(lat, nlat, sizeof(*lat), cmp_u64);
-    fig->victim_p50_us = nlat ? (double)lat[nlat / 2] / 1000 : -1;
-    fig->victim_p99_us = nlat ? (double)lat[nlat * 99 / 100] / 1000 : -1;
-    nlat = 0;
-    while (port.n)
-        free(fifo_pop(&port).data);
-    while (back.n)
-        free(fifo_pop(&back).data);
-    free(port.p);
-    free(back.p);
+    figures(&m, (double)(t_end - t_meas) / 1e9, fig);
+    while (m.port.n)
+        free(fifo_pop(&m.port).data);
+    while (m.back.n)
+        free(fifo_pop(&m.back).data);
+    free(m.port.p);
+    free(m.back.p);
     for (int i = 0; i < nsize; i++)
         fm_net_free(nodes[i].net);
     free(nodes[0].rx);
