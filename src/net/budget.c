@@ -15,12 +15,13 @@
  * not held behind the bulk. The receiver keeps the paused ones listed, and
  * calls each back with an ACK when its turn comes; a paused sender that
  * hears nothing for PAUSE_PROBE_NS asks with a PING. The queue at the
- * receiver's port is then about B, where each sender's own window (a ring
- * per flow) would fill it N times over (tests/incast_sim). See
- * ../shared/notes/net-cc-loss.md, section 4.1.
+ * receiver's port then holds about the shares granted, where each
+ * sender's own window (a ring per flow) would fill it N times over
+ * (tests/incast_sim). See ../shared/notes/net-cc-loss.md, section 4.1.
  *
- * Loss shrinks nothing: random loss is not congestion, and the sender's
- * RTO backoff still answers a path that loses everything.
+ * Random loss shrinks nothing (only a loss while DATA comes at its peak
+ * rate, the shares overflowing the port, shrinks k), and the sender's RTO
+ * backoff still answers a path that loses everything.
  */
 #include "session.h"
 
