@@ -102,14 +102,17 @@ static uint32_t turn_peers(const struct fm_net *net);
 static uint64_t budget(const struct fm_net *net);
 
 /*
- * k, how many senders hold a share at once, while others wait: it starts
- * at as many as the budget has shares of GRANT_MIN_PACKETS, and each
- * epoch grows by one, or shrinks by a quarter after a loss while DATA came
- * at its peak rate (the shares overflowed the port's buffer). Fast senders
- * (tests/incast_sim) settle where the shares about fill the port; on two
- * CPUs shared by 34 processes, where a grant waits milliseconds for its
- * sender to run, k = 9 filled a quarter of a 1 Gbit/s port and the growth
- * takes k to 30-40. With nobody waiting, k starts over.
+ * k, how many senders hold a share at once, while others wait: as many as
+ * the budget has shares of GRANT_MIN_PACKETS, and one more each epoch in
+ * which DATA came below 19/20 of its peak rate (the senders with a share
+ * leave the port room); a quarter fewer after a loss while it came at the
+ * peak rate (the shares overflowed the port's buffer). Fast senders
+ * (tests/incast_sim) fill the port at the budget's fit and lose nothing;
+ * growing on every loss-free epoch instead, they lost 2 % at the top of
+ * each climb. On two CPUs shared by 34 processes, where a grant waits
+ * milliseconds for its sender to run, the fit (9) filled a quarter of a
+ * 1 Gbit/s port, and the growth takes k to 30-40. With nobody waiting, k
+ * starts over.
  */
 static void adapt_turn(struct fm_net *net, uint64_t rate)
 {
@@ -119,8 +122,8 @@ static void adapt_turn(struct fm_net *net, uint64_t rate)
         k = k_fit; /* nobody waits: a share each */
     else if (net->rx_gaps && rate >= net->rx_peak / 10 * 9)
         k = FM_MAX(k * 3 / 4, 1); /* a loss at the port's full rate: too many */
-    else
-        k = FM_MIN(k + 1, FM_MAX(net->nrecent, 1u));
+    else if (k < k_fit || rate < net->rx_peak / 20 * 19)
+        k = FM_MIN(k + 1, FM_MAX(net->nrecent, 1u)); /* the port has room */
     net->turn_peers = k;
     net->rx_gaps = 0;
 }

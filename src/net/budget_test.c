@@ -72,10 +72,10 @@ int main(void)
     epoch(net, s, 4, &now, turns);
     CHECK_EQ(epoch(net, s, 4, &now, turns), 4);
 
-    /* Many: turn_peers of them hold a share at once, starting from as many
-     * shares of six packets as the budget has, one more each epoch without
-     * a loss at the full rate; the others pause (their packets would be
-     * more than the budget). Every sender gets its turns. */
+    /* Many: turn_peers of them hold a share at once, as many shares of six
+     * packets as the budget has while DATA comes at its peak rate (as
+     * here); the others pause (their packets would be more than the
+     * budget). Every sender gets its turns. */
     now += 20 * (uint64_t)EPOCH_NS; /* a quiet spell: the list starts over */
     memset(turns, 0, sizeof(turns));
     epoch(net, s, SENDERS, &now, turns);
@@ -88,7 +88,7 @@ int main(void)
         CHECK_EQ(g, (int)net->turn_peers);
         rounds += g;
     }
-    CHECK(net->turn_peers > k0);
+    CHECK_EQ(net->turn_peers, k0);
     for (int i = 1; i <= SENDERS; i++)
         CHECK(turns[i] >= rounds / SENDERS - 1 && turns[i] <= rounds / SENDERS + 2);
     int w = 0;
@@ -97,13 +97,29 @@ int main(void)
             w = i;
     CHECK(w > 0);
 
-    /* A loss at the full rate: fewer at once, by a quarter. */
+    /* DATA below its peak rate (the senders with a share do not fill the
+     * port): one more at once each epoch. A loss at the full rate: fewer,
+     * by a quarter; then back up to the fit, one an epoch. */
+    for (int e = 0; e < 4; e++) {
+        now += EPOCH_NS;
+        for (int i = 1; i <= SENDERS / 2; i++) /* half the DATA of before */
+            fm_budget_on_data(net, s[i], PAYLOAD, now);
+        for (int i = 1; i <= SENDERS; i++)
+            fm_budget_granted(net, s[i], fm_budget_grant(net, s[i]));
+    }
+    now += EPOCH_NS;
+    fm_budget_tick(net, now);
+    CHECK(net->turn_peers > k0);
+    for (int e = 0; e < 8; e++)
+        epoch(net, s, SENDERS, &now, turns);
     uint32_t before = net->turn_peers;
     net->rx_gaps = 1;
     epoch(net, s, SENDERS, &now, turns);
     CHECK_EQ(net->turn_peers, FM_MAX(before * 3 / 4, 1u));
-    epoch(net, s, SENDERS, &now, turns);
-    CHECK_EQ(net->turn_peers, FM_MAX(before * 3 / 4, 1u) + 1);
+    if (net->turn_peers < k0) {
+        epoch(net, s, SENDERS, &now, turns);
+        CHECK_EQ(net->turn_peers, FM_MAX(before * 3 / 4, 1u) + 1);
+    }
 
     /* A paused sender may send only a message that fits a packet, and only
      * with nothing in flight; a trickling one any packet, one at a time. */
