@@ -461,6 +461,11 @@ int main(int argc, char **argv)
     }
     if (!ms || rate <= 0 || buffer < 3000)
         usage();
+    char check[sizeof(list)];
+    memcpy(check, list, sizeof(list));
+    for (char *tok = strtok(check, ","); tok; tok = strtok(NULL, ","))
+        if (atoi(tok) < 1 || atoi(tok) > MAX_SENDERS)
+            usage(); /* before any output */
     if (!json)
         printf("# incast simulated: a %.0f Mbit/s port with a %llu-byte buffer, %llu ms measured "
            "after %llu ms, ACK path %llu us\n",

@@ -282,7 +282,7 @@ int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint6
 void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     if (s->grant != FM_GRANT_PAUSE || s->snd_una != s->snd_nxt ||
-        now - FM_MAX(s->t_last_rx, s->t_last_tx) < fm_budget_probe_after(s))
+        now - FM_MAX(s->t_last_rx, s->t_last_tx) < (uint64_t)PAUSE_PROBE_NS << s->probes)
         return;
     for (uint32_t i = 0; i < s->nlive; i++)
         if (s->live[i]->complete > s->live[i]->sent) {
@@ -293,7 +293,3 @@ void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now)
         }
 }
 
-uint64_t fm_budget_probe_after(const struct fm_session *s)
-{
-    return (uint64_t)PAUSE_PROBE_NS << s->probes;
-}

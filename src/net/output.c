@@ -483,7 +483,7 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
             fm_session_timers(net, net->all[i], now);
             next = FM_MIN(next, fm_session_deadline(net, net->all[i]));
         }
-        net->next_timer = FM_MIN(next, fm_budget_deadline(net));
+        net->next_timer = next;
     }
     if (flush) {
         for (int i = 0; i < net->ngathering; i++) {
@@ -520,7 +520,8 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         if (net->pending[j]->pending)
             net->pending[keep++] = net->pending[j];
     net->npending = keep;
-    /* Senders paused by this output's ACKs wait for the epoch's end. */
+    /* Senders paused (by this output's ACKs or before) wait for the
+     * epoch's end: the receiver wakes for it. */
     net->next_timer = FM_MIN(net->next_timer, fm_budget_deadline(net));
     return n;
 }

@@ -387,10 +387,8 @@ void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant)
  * fm_budget_deadline says when. */
 void fm_budget_tick(struct fm_net *net, uint64_t now);
 uint64_t fm_budget_deadline(const struct fm_net *net);
-/* Sender side: a waiting session silent for long asks for its grant, after
- * fm_budget_probe_after(s) of silence. */
+/* Sender side: a paused session silent for long asks for its grant. */
 void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now);
-uint64_t fm_budget_probe_after(const struct fm_session *s);
 /* Packets received from s before an ACK goes on its own. */
 uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s);
 /* Whether s may send len more bytes of DATA under the peer's grant; last:
