@@ -27,12 +27,18 @@
 
 #include <stdlib.h>
 
-/* The budget's bounds: below the minimum the senders stall on the ACK
- * loop's delay, which a busy host stretches well past the round trip
- * (measured with bench/incast.sh, 8 senders, 1 Gbit/s port: 64 KiB left
- * the port idle 7 % of the time, 96 KiB doubled the victim's p99, 80 KiB
- * did neither); above the maximum the queue is no longer short. */
-#define BUDGET_MIN (80u << 10)
+/* The budget's bounds. Below the minimum the senders stall on the ACK
+ * loop's delay, which a busy host stretches well past the round trip: 8
+ * senders into a 1 Gbit/s port (bench/incast.sh) filled 0.94-0.95x of
+ * CUBIC's goodput with 80 KiB, 0.96-0.97x with 128 KiB, the queue at the
+ * port 55 and 106 KB and the victim's p99 0.2x TCP's with either. While
+ * senders take turns the minimum is smaller: the set whose turn ended
+ * still has its shares in flight when the next set starts, so the port
+ * sees up to two budgets at once (tests/incast_sim, 64 to 1000 fast
+ * senders: 128 KiB dropped 0.7-2.6 % and starved 250 of 1000, 80 KiB
+ * nothing). Above the maximum the queue is no longer short. */
+#define BUDGET_MIN (128u << 10)
+#define BUDGET_TURN_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
 #define GRANT_MIN_PACKETS 6
 /* Round trip assumed before one was measured. */
@@ -99,7 +105,7 @@ static void list_recent(struct fm_net *net, struct fm_session *s)
 }
 
 static uint32_t turn_peers(const struct fm_net *net);
-static uint64_t budget(const struct fm_net *net);
+static uint64_t budget(const struct fm_net *net, uint64_t floor);
 
 /*
  * k, how many senders hold a share at once, while others wait: as many as
@@ -116,7 +122,7 @@ static uint64_t budget(const struct fm_net *net);
  */
 static void adapt_turn(struct fm_net *net, uint64_t rate)
 {
-    uint64_t fit = budget(net) / (GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
+    uint64_t fit = budget(net, BUDGET_TURN_MIN) / (GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
     uint32_t k = net->turn_peers, k_fit = (uint32_t)FM_MAX(FM_MIN(fit, BUDGET_TURN_PEERS), 1);
     if (!k || net->nrecent <= k)
         k = k_fit; /* nobody waits: a share each */
@@ -150,8 +156,8 @@ static void next_epoch(struct fm_net *net, uint64_t now)
      * senders into 1 Gbit/s put 164 MB/s into a 125 MB/s port and kept
      * its queue full: tests/incast_sim). */
     uint64_t base = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
-    uint64_t granted = FM_MAX(budget(net), (uint64_t)turn_peers(net) * GRANT_MIN_PACKETS *
-                                              net->p.payload);
+    uint64_t granted = FM_MAX(budget(net, BUDGET_TURN_MIN),
+                              (uint64_t)turn_peers(net) * GRANT_MIN_PACKETS * net->p.payload);
     uint64_t drain = net->rx_rate ? 2 * granted * 1000000000u / net->rx_rate : 0;
     net->epoch_ns = FM_MIN(FM_MAX(base, drain), EPOCH_STRETCH * base);
     uint32_t keep = 0;
@@ -220,10 +226,10 @@ void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant)
         list_recent(net, s);
 }
 
-static uint64_t budget(const struct fm_net *net)
+static uint64_t budget(const struct fm_net *net, uint64_t floor)
 {
     uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
-    return FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
+    return FM_MIN(FM_MAX(b, floor), (uint64_t)BUDGET_MAX);
 }
 
 static uint32_t turn_peers(const struct fm_net *net)
@@ -241,9 +247,10 @@ uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s)
     uint32_t n = net->nrecent + !s->in_recent;
     if (n < 2)
         return 0; /* one sender: its credit is enough */
-    uint64_t b = budget(net);
+    uint64_t b = budget(net, BUDGET_MIN);
     uint32_t k = turn_peers(net);
     if (n > k && !net->turns_lost) {
+        b = budget(net, BUDGET_TURN_MIN);
         if (s->turn_epoch != net->epoch)
             return (uint64_t)(n - k) * net->p.payload > b ? FM_GRANT_PAUSE : FM_GRANT_TRICKLE;
         n = k;

@@ -71,6 +71,9 @@ int main(void)
     memset(turns, 0, sizeof(turns));
     epoch(net, s, 4, &now, turns);
     CHECK_EQ(epoch(net, s, 4, &now, turns), 4);
+    /* Their shares make the whole budget (at least 128 KiB: a busy host's
+     * ACK loop is slow), larger than the one turns share (below). */
+    CHECK((uint64_t)4 * fm_budget_grant(net, s[1]) >= (128u << 10));
 
     /* Many: turn_peers of them hold a share at once, as many shares of six
      * packets as the budget has while DATA comes at its peak rate (as
@@ -81,6 +84,10 @@ int main(void)
     epoch(net, s, SENDERS, &now, turns);
     uint32_t k0 = net->turn_peers;
     CHECK(k0 >= 1 && (uint64_t)k0 * 6 * PAYLOAD <= (80u << 10));
+    for (int i = 1; i <= SENDERS; i++) {
+        uint32_t g = fm_budget_grant(net, s[i]);
+        CHECK(waits(g) || (uint64_t)g * k0 <= (80u << 10));
+    }
     memset(turns, 0, sizeof(turns));
     int rounds = 0;
     for (int e = 0; e < 60; e++) {
