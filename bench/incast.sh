@@ -22,7 +22,8 @@
 #   bench/incast.sh [--quick] [--senders "8 32"]      (root)
 #   --quick: one round of 2 s per count instead of three of 3 s
 # Environment: INCAST_WINDOW (messages in flight per sender, fmperf's
-# default otherwise), INCAST_SIZE (default 64K).
+# default otherwise), INCAST_SIZE (default 64K), INCAST_SIM (the simulator
+# to run at the end; empty: none, for A/B rounds of the real runs).
 set -u
 cd "$(dirname "$0")/.."
 quick=0
@@ -207,7 +208,7 @@ for n in $senders; do
 done
 # What two CPUs cannot run with real processes: up to a thousand senders,
 # simulated over the engine (tests/incast_sim.c), into the same kind of port.
-SIM=build/release/tests/incast_sim
+SIM=${INCAST_SIM-build/release/tests/incast_sim}
 if [ -x "$SIM" ]; then
   log "simulated: 8 to 1000 senders into a 1 Gbit/s port with a 256 KB buffer"
   # 500 ms: a thousand senders' turns take 100-150 ms to come round.
