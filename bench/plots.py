@@ -160,11 +160,9 @@ def plot_loss(plt, rows, path):
         return False
     rates = sorted({p for d in by.values() for p in d})
     fault = {}
-    drop = report.round_values(rows, "bw", 1 << 20, "fastmsg-net-drop1")
-    free = report.round_values(rows, "bw", 1 << 20, "fastmsg-net")
-    common = sorted(set(drop) & set(free))
-    if common and 0.01 in rates:
-        fault[0.01] = statistics.median(drop[k] / free[k] for k in common)
+    rounds = report.fault_rounds(rows)
+    if rounds and 0.01 in rates:
+        fault[0.01] = statistics.median(d / f for d, f in rounds.values())
     series = [(f"{lab}" + (f" (loss-free {d[0][0]:.0f} MB/s)" if 0 in d else ""),
                {p: v[1] for p, v in d.items()}) for lab, d in by.items()]
     if fault:

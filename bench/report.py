@@ -73,7 +73,8 @@ class Results:
         return sorted({s for (t, s, n) in self.vals if t == test and n == ranks})
 
 
-ORDER = ["fastmsg", "fastmsg (in place)", "fastmsg-net", "fastmsg-net-drop1", "raw-2lines",
+ORDER = ["fastmsg", "fastmsg (in place)", "fastmsg-net", "fastmsg-net-drop1", "fastmsg-net-ref",
+         "raw-2lines",
          "raw-1line", "raw-spsc", "tcp", "udp", "tcp-net", "udp-net", "iperf3-tcp", "openmpi-vader", "openmpi-ucx",
          "mpich"]
 
@@ -107,6 +108,21 @@ def round_values(rows, test, size, label, ranks=2, recv="copy"):
         if label == "fastmsg" and r.get("recv", "copy") != recv:
             continue
         out[r["round"]] = r["value"]
+    return out
+
+
+def fault_rounds(rows):
+    """{round: (goodput under FM_FAULT, loss-free goodput)} at 1 MiB. The
+    loss-free figure is the mean of the runs just before and just after the
+    FM_FAULT run (fastmsg-net, fastmsg-net-ref) where both exist: the VM's
+    speed drifts by more than the loss costs within a minute."""
+    drop = round_values(rows, "bw", 1 << 20, "fastmsg-net-drop1")
+    before = round_values(rows, "bw", 1 << 20, "fastmsg-net")
+    after = round_values(rows, "bw", 1 << 20, "fastmsg-net-ref")
+    out = {}
+    for k in sorted(set(drop) & set(before)):
+        free = (before[k] + after[k]) / 2 if k in after else before[k]
+        out[k] = (drop[k], free)
     return out
 
 
@@ -188,8 +204,17 @@ def net_goals(rows):
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
     out.append(row("connect per message, 4 KiB (us)", "connect", 4096, "fastmsg-net", "tcp-net",
                    "TCP connect/send/recv/close", "<= 0.33x (3x faster)", 1 / 3, True))
-    out.append(row("goodput with FM_FAULT=drop=0.01,on=send, 1 MiB (MB/s)", "bw", 1 << 20,
-                   "fastmsg-net-drop1", "fastmsg-net", "loss-free", ">= 0.9x", 0.9, False))
+    fault = fault_rounds(rows)
+    name = "goodput with FM_FAULT=drop=0.01,on=send, 1 MiB (MB/s)"
+    if fault:
+        r = statistics.median(d / f for d, f in fault.values())
+        per = ", ".join(f"{d:.3g}/{f:.3g}" for d, f in fault.values())
+        out.append(f"| {name} | {statistics.median(d for d, _ in fault.values()):.3f} | "
+                   f"loss-free, runs before and after: "
+                   f"{statistics.median(f for _, f in fault.values()):.3f} | {r:.2f}x ({per}) | "
+                   f">= 0.9x | {'met' if r >= 0.9 else 'NOT met'} |")
+    else:
+        out.append(f"| {name} | - | loss-free: - | - | >= 0.9x | not measured |")
     for p in (0.01, 0.001):
         a = loss_values(rows, "fastmsg-net", p)
         b = loss_values(rows, "fastmsg-net", 0)
@@ -253,14 +278,12 @@ def loss_table(rows):
         cells = [f"{by[lab][p][0]:.1f} MB/s ({by[lab][p][1]:.2f}x)" if p in by[lab] else "-"
                  for p in rates]
         out.append(f"| {lab} | " + " | ".join(cells) + " |")
-    drop = round_values(rows, "bw", 1 << 20, "fastmsg-net-drop1")
-    free = round_values(rows, "bw", 1 << 20, "fastmsg-net")
-    common = sorted(set(drop) & set(free))
-    if common:
-        r = statistics.median(drop[k] / free[k] for k in common)
+    fault = fault_rounds(rows)
+    if fault:
+        r = statistics.median(d / f for d, f in fault.values())
         out += ["", f"For comparison, 1 % loss injected by fastmsg itself (FM_FAULT=drop=0.01,on=send, "
-                f"GSO on): {statistics.median(drop[k] for k in common):.1f} MB/s, {r:.2f}x "
-                "loss-free."]
+                f"GSO on): {statistics.median(d for d, _ in fault.values()):.1f} MB/s, {r:.2f}x "
+                "loss-free (runs just before and after)."]
     return out + [""]
 
 
