@@ -310,16 +310,20 @@ def sweep_table(rows):
 
 
 def sim_table(rows):
-    sim = sorted((r for r in rows if r.get("test") == "incast_sim"), key=lambda r: r["senders"])
+    sim = sorted((r for r in rows if r.get("test") == "incast_sim"),
+                 key=lambda r: (r.get("cpu_wait_us", 0), r["senders"]))
     if not sim:
         return []
     r0 = sim[0]
     md = [f"### Incast simulated over the engine (tests/incast_sim): a {r0['rate_mbit']:.0f} "
           f"Mbit/s port, {r0['buffer'] // 1000} KB buffer, {r0['ms']} ms", "",
-          "| senders | goodput / port | queue mean / max (KB) | drops | min/max share "
-          "| starved | victim p50 / p99 |", "|---|---|---|---|---|---|---|"]
+          "Between turns at a CPU senders wait 0 to twice the second column, at random "
+          "(0: always running, as on a host with a CPU each).", "",
+          "| senders | CPU wait (us) | goodput / port | queue mean / max (KB) | drops "
+          "| min/max share | starved | victim p50 / p99 |", "|---|---|---|---|---|---|---|---|"]
     for r in sim:
-        md.append(f"| {r['senders']} | {r['goodput']:.3f} | {r['queue_kb']:.0f} / "
+        md.append(f"| {r['senders']} | {r.get('cpu_wait_us', 0)} | {r['goodput']:.3f} | "
+                  f"{r['queue_kb']:.0f} / "
                   f"{r['queue_max_kb']:.0f} | {r['drops_pct']:.2f} % | {r['minmax']:.2f} | "
                   f"{r['starved']} | {r['victim_p50_us']:.0f} / {r['victim_p99_us']:.0f} us |")
     return md + [""]

@@ -6,7 +6,10 @@
  * 16 KiB messages as fast as its ring and its grant allow; a victim sends
  * an 8-byte message every 200 us, or when its last one arrived if later
  * (one at a time, as a ping-pong's). The receiver's program reads at once,
- * and its acknowledgements come back over an idle path of --ack-us.
+ * and its acknowledgements come back over an idle path of --ack-us. With
+ * --cpu-wait-us, the senders and the victim wait for a CPU, as on a
+ * crowded host: each handles what arrived, writes and sends only at
+ * instants spaced at random by 0 to twice that.
  *
  * Printed per sender count: goodput over the port's rate, the port's queue
  * (mean and largest, in KB and in ms of the port's time), drops at the
@@ -15,7 +18,8 @@
  * and p99). What no two-CPU machine can run: a thousand real senders.
  *
  *   incast_sim [--senders LIST] [--ms M] [--warmup-ms M] [--rate MBIT]
- *              [--buffer BYTES] [--ack-us US] [--stagger-us US] [--json] [--quick]
+ *              [--buffer BYTES] [--ack-us US] [--stagger-us US] [--cpu-wait-us US]
+ *              [--json] [--quick]
  *   --stagger-us: sender i starts i x US after the first (default together)
  *   --json: a JSON line per sender count (test "incast_sim"), as bench/ prints
  *
@@ -88,12 +92,15 @@ struct node {
     uint64_t *rd;             /* and where its reading is */
     uint64_t got;             /* the receiver: bytes from this rank (indexed by rank) */
     int dirty;                /* something arrived or was written since its last output */
+    struct fifo inbox;        /* senders: ACKs arrived, not yet seen by the process */
+    uint64_t next_run;        /* senders: when the process next has a CPU */
 };
 
 static struct node *nodes;
 static int nsize; /* ranks: 0 the receiver, 1..n senders, n + 1 the victim */
 static uint64_t now = 1000000000ull;
-static uint64_t t_start, stagger_ns, warmup_ns = 20000000ull;
+static uint64_t t_start, stagger_ns, warmup_ns = 20000000ull, cpu_wait_ns;
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static int victim_waits; /* its message is on the way: a ping-pong sends one at a time */
 static uint64_t *lat;
 static size_t nlat, lat_cap;
@@ -234,6 +241,28 @@ struct sim {
     uint64_t drops, arrivals, delivered, q_sum, q_max, samples;
 };
 
+/* A sender's engine takes in a packet from the receiver. */
+static void hear(int rank, struct pkt p)
+{
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(7000)};
+    fm_net_input(nodes[rank].net, p.data, p.len, 0, &from, now);
+    fm_net_input_done(nodes[rank].net);
+    nodes[rank].dirty = 1;
+    free(p.data);
+}
+
+/* Whether sender `rank`'s process has a CPU now. */
+static int on_cpu(int rank) { return now >= nodes[rank].next_run; }
+
+/* Its next turn at a CPU: 0 to 2 x cpu_wait_ns from now (xorshift64). */
+static void next_cpu_turn(int rank)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    nodes[rank].next_run = cpu_wait_ns ? now + rng % (2 * cpu_wait_ns) : 0;
+}
+
 static void kick_flow(int rank)
 {
     fm_txflow_wrote(nodes[rank].tx, now, 0);
@@ -249,7 +278,7 @@ static void programs_write(struct sim *m)
     for (int i = 1; i <= m->nsend; i++) {
         struct fm_txflow *f = nodes[i].tx;
         int wrote = 0;
-        if (now < t_start + (uint64_t)i * stagger_ns)
+        if (now < t_start + (uint64_t)i * stagger_ns || !on_cpu(i))
             continue;
         while (fm_ring_room(&f->ring, MSG_LEN) >= (int64_t)MSG_LEN) {
             struct iovec v = {msg, MSG_LEN};
@@ -260,7 +289,8 @@ static void programs_write(struct sim *m)
             kick_flow(i);
     }
     struct fm_txflow *f = nodes[nsize - 1].tx;
-    if (now >= m->next_victim && !victim_waits && fm_ring_room(&f->ring, 8) >= 8) {
+    if (now >= m->next_victim && !victim_waits && on_cpu(nsize - 1) &&
+        fm_ring_room(&f->ring, 8) >= 8) {
         struct iovec v = {&now, 8};
         fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, 8);
         kick_flow(nsize - 1);
@@ -276,9 +306,14 @@ static void senders_send(struct sim *m)
     struct fm_pkt_out pk[64];
     for (int i = 1; i < nsize; i++) {
         struct node *nd = &nodes[i];
+        if (!on_cpu(i))
+            continue;
+        while (nd->inbox.n)
+            hear(i, fifo_pop(&nd->inbox));
         if (!nd->dirty && now < fm_net_deadline(nd->net))
             continue;
         nd->dirty = 0;
+        next_cpu_turn(i);
         int n;
         do {
             n = fm_net_output(nd->net, pk, 64, 1, now);
@@ -322,7 +357,8 @@ static void port_send(struct sim *m)
 }
 
 /* The receiver's acknowledgements go back over an idle path, and arrive
- * ack_ns later. */
+ * ack_ns later: in their sender's engine if it has a CPU, else in its
+ * inbox. */
 static void receiver_answer(struct sim *m)
 {
     struct fm_pkt_out pk[64];
@@ -338,14 +374,13 @@ static void receiver_answer(struct sim *m)
             }
         } while (n == 64);
     }
-    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(7000)};
     struct pkt *front;
     while ((front = fifo_front(&m->back)) && front->due <= now) {
         struct pkt p = fifo_pop(&m->back);
-        fm_net_input(nodes[p.to].net, p.data, p.len, 0, &from, now);
-        fm_net_input_done(nodes[p.to].net);
-        nodes[p.to].dirty = 1;
-        free(p.data);
+        if (on_cpu(p.to))
+            hear(p.to, p);
+        else
+            fifo_push(&nodes[p.to].inbox, p);
     }
 }
 
@@ -405,8 +440,12 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
         free(fifo_pop(&m.back).data);
     free(m.port.p);
     free(m.back.p);
-    for (int i = 0; i < nsize; i++)
+    for (int i = 0; i < nsize; i++) {
+        while (nodes[i].inbox.n)
+            free(fifo_pop(&nodes[i].inbox).data);
+        free(nodes[i].inbox.p);
         fm_net_free(nodes[i].net);
+    }
     free(nodes[0].rx);
     free(nodes[0].rd);
     free(nodes);
@@ -415,8 +454,8 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
 static void usage(void)
 {
     fprintf(stderr, "usage: incast_sim [--senders 8,32,...] [--ms M] [--warmup-ms M] "
-                    "[--rate MBIT] [--buffer BYTES] [--ack-us US] [--stagger-us US] [--json] "
-                    "[--quick]\n");
+                    "[--rate MBIT] [--buffer BYTES] [--ack-us US] [--stagger-us US] "
+                    "[--cpu-wait-us US] [--json] [--quick]\n");
     exit(2);
 }
 
@@ -452,6 +491,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--stagger-us") && v) {
             stagger_ns = strtoull(v, NULL, 10) * 1000;
             i++;
+        } else if (!strcmp(argv[i], "--cpu-wait-us") && v) {
+            cpu_wait_ns = strtoull(v, NULL, 10) * 1000;
+            i++;
         } else if (!strcmp(argv[i], "--ack-us") && v) {
             ack_us = strtoull(v, NULL, 10);
             i++;
@@ -468,9 +510,10 @@ int main(int argc, char **argv)
             usage(); /* before any output */
     if (!json)
         printf("# incast simulated: a %.0f Mbit/s port with a %llu-byte buffer, %llu ms measured "
-           "after %llu ms, ACK path %llu us\n",
+           "after %llu ms, ACK path %llu us, senders wait %llu us for a CPU\n",
            rate, (unsigned long long)buffer, (unsigned long long)ms,
-           (unsigned long long)(warmup_ns / 1000000), (unsigned long long)ack_us);
+           (unsigned long long)(warmup_ns / 1000000), (unsigned long long)ack_us,
+           (unsigned long long)(cpu_wait_ns / 1000));
     if (!json)
         printf("%8s %8s %9s %9s %9s %7s %8s %8s %10s %10s\n", "senders", "goodput",
                "queue_kb", "qmax_kb", "qmax_ms", "drops%", "min/max", "starved", "victim_p50",
@@ -484,10 +527,12 @@ int main(int argc, char **argv)
         run(n, ms, rate, buffer, ack_us * 1000, &f);
         if (json)
             printf("{\"test\": \"incast_sim\", \"senders\": %d, \"ms\": %llu, \"rate_mbit\": "
-                   "%.0f, \"buffer\": %llu, \"goodput\": %.4f, \"queue_kb\": %.1f, "
+                   "%.0f, \"buffer\": %llu, \"cpu_wait_us\": %llu, \"goodput\": %.4f, "
+                   "\"queue_kb\": %.1f, "
                    "\"queue_max_kb\": %.1f, \"drops_pct\": %.3f, \"minmax\": %.3f, "
                    "\"starved\": %d, \"victim_p50_us\": %.0f, \"victim_p99_us\": %.0f}\n",
-                   n, (unsigned long long)ms, rate, (unsigned long long)buffer, f.goodput,
+                   n, (unsigned long long)ms, rate, (unsigned long long)buffer,
+                   (unsigned long long)(cpu_wait_ns / 1000), f.goodput,
                    f.q_mean_kb, f.q_max_kb, f.drops_pct, f.fairness, f.starved, f.victim_p50_us,
                    f.victim_p99_us);
         else
