@@ -541,7 +541,7 @@ static void report(const struct opts *o, const struct job *j, size_t size, struc
         void (*line)(const struct opts *, const struct job *, const char *, const char *,
                      size_t, struct figure, long) = o->out == OUT_JSON ? json_line : csv_line;
         line(o, j, o->label, NULL, size, fm, iters);
-        if (peer)
+        if (peer && peer->median > 0) /* else the peer has no such pattern */
             line(o, j, o->peer, o->peer, size, *peer, iters);
         fflush(stdout);
         return;
@@ -620,6 +620,10 @@ static void report_ops(const struct opts *o, const struct job *j, size_t key,
 static struct figure run_pattern(const struct opts *o, struct xport *x, struct job *j,
                                  void *buf, size_t size, long iters)
 {
+    /* A socket peer writes 0 bytes as nothing: its "0 B ping-pong" would
+     * time two returns from write and read (10 ns), not a message. */
+    if (size == 0 && x->stream)
+        return (struct figure){0, 0};
     switch (o->test) {
     case T_LATENCY: return pat_latency(x, j, buf, size, iters);
     case T_BW: return pat_bw(x, j, buf, size, iters, o->window);

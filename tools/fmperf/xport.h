@@ -16,6 +16,8 @@
 struct xport {
     const char *name; /* shm, tcp, udp */
     int in_place;     /* the receiver reads data where it lies instead of copying it */
+    int stream;       /* moves bytes, not messages (the socket peers, UDP's chunks too):
+                       * it has no empty message to send */
     /* Sends `len` bytes to `to` as one message (or as many as the transport
      * needs); returns 0 or a negative error. */
     int (*send)(struct xport *x, int to, const void *buf, size_t len);

@@ -501,7 +501,7 @@ struct xport *xport_sock_open(struct job *j, const char *kind, int ring,
     }
     job_barrier(j);
     /* In-place reading makes no difference to sockets: the kernel copies. */
-    s->x = (struct xport){.name = kind, .in_place = in_place,
+    s->x = (struct xport){.name = kind, .in_place = in_place, .stream = 1,
                           .send = sock_send, .recv = sock_recv, .close = sock_close,
                           .exchange = s->udp ? NULL : tcp_exchange,
                           .serve = s->udp ? NULL : tcp_serve,
