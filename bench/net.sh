@@ -124,12 +124,13 @@ for r in $(seq 1 $rounds); do
     perf latency --sizes 8 --peer udp | round "$r"
     perf msgrate --reps 3 --iters 300000 --peer udp | round "$r"
   fi
+  # iperf3 right before the loss-free run it is compared with, and
   # FM_FAULT's run between two loss-free ones: the report divides by their
   # mean (the VM's speed drifts within a minute by more than loss costs).
+  [ $only_loss -eq 0 ] && iperf "$r"
   perf bw --sizes 1M | round "$r"
   FM_FAULT=drop=0.01,on=send,seed=$r perf bw --sizes 1M --label fastmsg-net-drop1 | round "$r"
   perf bw --sizes 1M --label fastmsg-net-ref | round "$r"
-  [ $only_loss -eq 0 ] && iperf "$r"
   [ $only_loss -eq 0 ] && perf connect --sizes 128,4096 --iters 1000 --peer tcp | round "$r"
   # Goodput by real loss rate, fastmsg and TCP (and iperf3) side by side.
   if link_loss_setup; then

@@ -120,9 +120,10 @@ def fault_rounds(rows):
     before = round_values(rows, "bw", 1 << 20, "fastmsg-net")
     after = round_values(rows, "bw", 1 << 20, "fastmsg-net-ref")
     out = {}
-    for k in sorted(set(drop) & set(before)):
-        free = (before[k] + after[k]) / 2 if k in after else before[k]
-        out[k] = (drop[k], free)
+    for k in sorted(drop):
+        free = [v[k] for v in (before, after) if k in v]
+        if free:
+            out[k] = (drop[k], sum(free) / len(free))
     return out
 
 

@@ -7,9 +7,10 @@
  * an 8-byte message every 200 us, or when its last one arrived if later
  * (one at a time, as a ping-pong's). The receiver's program reads at once,
  * and its acknowledgements come back over an idle path of --ack-us. With
- * --cpu-wait-us, the senders and the victim wait for a CPU, as on a
- * crowded host: each handles what arrived, writes and sends only at
- * instants spaced at random by 0 to twice that.
+ * --cpu-wait-us W, the senders and the victim wait for a CPU, as on a
+ * crowded host: after each turn at a CPU (take in what arrived, write,
+ * send) the next comes 0 to 2W later, at random; one that had nothing to
+ * do sleeps, and waits as long again for a CPU once a packet wakes it.
  *
  * Printed per sender count: goodput over the port's rate, the port's queue
  * (mean and largest, in KB and in ms of the port's time), drops at the
@@ -94,13 +95,14 @@ struct node {
     int dirty;                /* something arrived or was written since its last output */
     struct fifo inbox;        /* senders: ACKs arrived, not yet seen by the process */
     uint64_t next_run;        /* senders: when the process next has a CPU */
+    int asleep;               /* senders: had nothing to do; a packet wakes it */
 };
 
 static struct node *nodes;
 static int nsize; /* ranks: 0 the receiver, 1..n senders, n + 1 the victim */
 static uint64_t now = 1000000000ull;
 static uint64_t t_start, stagger_ns, warmup_ns = 20000000ull, cpu_wait_ns;
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rng; /* the CPU waits' xorshift64 state, seeded by each run */
 static int victim_waits; /* its message is on the way: a ping-pong sends one at a time */
 static uint64_t *lat;
 static size_t nlat, lat_cap;
@@ -254,7 +256,7 @@ static void hear(int rank, struct pkt p)
 /* Whether sender `rank`'s process has a CPU now. */
 static int on_cpu(int rank) { return now >= nodes[rank].next_run; }
 
-/* Its next turn at a CPU: 0 to 2 x cpu_wait_ns from now (xorshift64). */
+/* Its next turn at a CPU: 0 to 2 x cpu_wait_ns from now. */
 static void next_cpu_turn(int rank)
 {
     rng ^= rng << 13;
@@ -268,6 +270,14 @@ static void kick_flow(int rank)
     fm_txflow_wrote(nodes[rank].tx, now, 0);
     fm_net_kick(nodes[rank].net, nodes[rank].tx);
     nodes[rank].dirty = 1;
+}
+
+/* Senders with a CPU take in the ACKs that waited for it. */
+static void senders_hear(void)
+{
+    for (int i = 1; i < nsize; i++)
+        while (on_cpu(i) && nodes[i].inbox.n)
+            hear(i, fifo_pop(&nodes[i].inbox));
 }
 
 /* The senders' programs write while their rings have room; the victim
@@ -308,11 +318,12 @@ static void senders_send(struct sim *m)
         struct node *nd = &nodes[i];
         if (!on_cpu(i))
             continue;
-        while (nd->inbox.n)
-            hear(i, fifo_pop(&nd->inbox));
-        if (!nd->dirty && now < fm_net_deadline(nd->net))
+        if (!nd->dirty && now < fm_net_deadline(nd->net)) {
+            nd->asleep = 1;
             continue;
+        }
         nd->dirty = 0;
+        nd->asleep = 0;
         next_cpu_turn(i);
         int n;
         do {
@@ -358,7 +369,7 @@ static void port_send(struct sim *m)
 
 /* The receiver's acknowledgements go back over an idle path, and arrive
  * ack_ns later: in their sender's engine if it has a CPU, else in its
- * inbox. */
+ * inbox (a sleeping sender they wake waits for a CPU first). */
 static void receiver_answer(struct sim *m)
 {
     struct fm_pkt_out pk[64];
@@ -377,6 +388,10 @@ static void receiver_answer(struct sim *m)
     struct pkt *front;
     while ((front = fifo_front(&m->back)) && front->due <= now) {
         struct pkt p = fifo_pop(&m->back);
+        if (nodes[p.to].asleep) {
+            nodes[p.to].asleep = 0;
+            next_cpu_turn(p.to);
+        }
         if (on_cpu(p.to))
             hear(p.to, p);
         else
@@ -424,9 +439,11 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
     struct sim m = {.nsend = nsend, .bytes_per_ns = rate_mbit * 1e6 / 8 / 1e9,
                     .buffer = buffer, .ack_ns = ack_ns, .next_victim = now};
     t_start = now;
+    rng = 0x9E3779B97F4A7C15ull;
     uint64_t t_meas = now + warmup_ns, t_end = t_meas + ms * 1000000ull;
     for (; now < t_end; now += TICK_NS) {
         m.measuring = now >= t_meas;
+        senders_hear();
         programs_write(&m);
         senders_send(&m);
         port_send(&m);

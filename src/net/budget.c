@@ -1,8 +1,9 @@
 /*
  * The receiver's incoming budget (congestion control for incast): many
  * peers sending to one process at once share a budget of bytes in flight,
- * B = clamp(2 x arrival rate x smallest round trip, BUDGET_MIN, BUDGET_MAX),
- * in grants that ride in every ACK. A peer alone is not limited: it has
+ * B = clamp(2 x arrival rate x smallest round trip, floor, BUDGET_MAX),
+ * in grants that ride in every ACK; the floor is BUDGET_MIN while every
+ * sender holds a share and BUDGET_TURN_MIN while they take turns. A peer alone is not limited: it has
  * only its ring's credit, as before. Up to k senders share B equally. More
  * take turns, as Homa overcommits a few messages at a time: k of them hold
  * a share of B for an epoch, and the next epoch the turn passes to the

@@ -621,8 +621,9 @@ static struct figure run_pattern(const struct opts *o, struct xport *x, struct j
                                  void *buf, size_t size, long iters)
 {
     /* A socket peer writes 0 bytes as nothing: its "0 B ping-pong" would
-     * time two returns from write and read (10 ns), not a message. */
-    if (size == 0 && x->stream)
+     * time two returns from write and read (10 ns), not a message. (A
+     * connection per message still connects and closes.) */
+    if (size == 0 && x->stream && o->test != T_CONNECT)
         return (struct figure){0, 0};
     switch (o->test) {
     case T_LATENCY: return pat_latency(x, j, buf, size, iters);
