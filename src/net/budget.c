@@ -3,10 +3,10 @@
  * peers sending to one process at once share a budget of bytes in flight,
  * B = clamp(2 x arrival rate x smallest round trip, floor, BUDGET_MAX),
  * in grants that ride in every ACK; the floor is BUDGET_MIN while every
- * sender holds a share and BUDGET_TURN_MIN while they take turns. A peer alone is not limited: it has
- * only its ring's credit, as before. Up to k senders share B equally. More
- * take turns, as Homa overcommits a few messages at a time: k of them hold
- * a share of B for an epoch, and the next epoch the turn passes to the
+ * sender holds a share and BUDGET_TURN_MIN while they take turns. A peer
+ * alone is not limited: it has only its ring's credit, as before. Up to k
+ * senders share B equally. More take turns, as Homa overcommits a few
+ * messages at a time: k of them hold a share of B for an epoch, and the next epoch the turn passes to the
  * next k in the order they arrived (adapt_turn sets k). The others wait
  * with a packet in flight (FM_GRANT_TRICKLE: its ACK brings the turn, and
  * on a crowded host the trickle keeps the port busy while the senders with
@@ -248,10 +248,10 @@ uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s)
     uint32_t n = net->nrecent + !s->in_recent;
     if (n < 2)
         return 0; /* one sender: its credit is enough */
-    uint64_t b = budget(net, BUDGET_MIN);
     uint32_t k = turn_peers(net);
-    if (n > k && !net->turns_lost) {
-        b = budget(net, BUDGET_TURN_MIN);
+    int turns = n > k && !net->turns_lost;
+    uint64_t b = budget(net, turns ? BUDGET_TURN_MIN : BUDGET_MIN);
+    if (turns) {
         if (s->turn_epoch != net->epoch)
             return (uint64_t)(n - k) * net->p.payload > b ? FM_GRANT_PAUSE : FM_GRANT_TRICKLE;
         n = k;
