@@ -1,24 +1,25 @@
 /*
  * The receiver's incoming budget (congestion control for incast): many
  * peers sending to one process at once share a budget of bytes in flight,
- * B = clamp(2 x arrival rate x smallest round trip, floor, BUDGET_MAX),
- * in grants that ride in every ACK; the floor is BUDGET_MIN while every
+ * B = clamp(2 x arrival rate x smallest round trip, floor, BUDGET_MAX), in
+ * grants that ride in every ACK; the floor is BUDGET_MIN while every
  * sender holds a share and BUDGET_TURN_MIN while they take turns. A peer
  * alone is not limited: it has only its ring's credit, as before. Up to k
  * senders share B equally. More take turns, as Homa overcommits a few
- * messages at a time: k of them hold a share of B for an epoch, and the next epoch the turn passes to the
- * next k in the order they arrived (adapt_turn sets k). The others wait
- * with a packet in flight (FM_GRANT_TRICKLE: its ACK brings the turn, and
- * on a crowded host the trickle keeps the port busy while the senders with
- * a share wait for a CPU), or, when that would put more than B into the
- * port (at a thousand senders, 1.4 MB), with nothing in flight but a
- * message that fits one packet (FM_GRANT_PAUSE), so a small request is
- * not held behind the bulk. The receiver keeps the paused ones listed, and
- * calls each back with an ACK when its turn comes; a paused sender that
- * hears nothing for PAUSE_PROBE_NS asks with a PING. The queue at the
- * receiver's port then holds about the shares granted, where each
- * sender's own window (a ring per flow) would fill it N times over
- * (tests/incast_sim). See ../shared/notes/net-cc-loss.md, section 4.1.
+ * messages at a time: k of them hold a share of B for an epoch, and the
+ * next epoch the turn passes to the next k in the order they arrived
+ * (adapt_turn sets k). The others wait with a packet in flight
+ * (FM_GRANT_TRICKLE: its ACK brings the turn, and on a crowded host the
+ * trickle keeps the port busy while the senders with a share wait for a
+ * CPU), or, when that would put more than B into the port (at a thousand
+ * senders, 1.4 MB), with nothing in flight but a message that fits one
+ * packet (FM_GRANT_PAUSE), so a small request is not held behind the bulk.
+ * The receiver keeps the paused ones listed, and calls each back with an
+ * ACK when its turn comes; a paused sender that hears nothing for
+ * PAUSE_PROBE_NS asks with a PING. The queue at the receiver's port then
+ * holds about the shares granted, where each sender's own window (a ring
+ * per flow) would fill it N times over (tests/incast_sim). See
+ * ../shared/notes/net-cc-loss.md, section 4.1.
  *
  * Random loss shrinks nothing (only a loss while DATA comes at its peak
  * rate, the shares overflowing the port, shrinks k), and the sender's RTO
