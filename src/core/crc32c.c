@@ -303,9 +303,13 @@ uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const v
     return fm_crc32c_copy(fm_crc32c(crc, head, 64), dst, src, len);
 }
 
-int fm_crc32c_hw(void)
+const char *fm_crc32c_method(void)
 {
     if (hw < 0)
         init();
-    return hw;
+#if defined(__x86_64__)
+    if (fold)
+        return "AVX-512 carry-less folding from 256 bytes, the SSE4.2 instruction below";
+#endif
+    return hw ? "SSE4.2 instruction, three streams" : "table (no SSE4.2)";
 }

@@ -1,5 +1,6 @@
-/* CRC32C (Castagnoli), the checksum of every fastmsg packet: the SSE4.2
- * instruction where the CPU has it, a table otherwise. */
+/* CRC32C (Castagnoli), the checksum of every fastmsg packet: AVX-512
+ * carry-less folding or the SSE4.2 instruction where the CPU has them, a
+ * table otherwise. */
 #ifndef FM_NET_CRC32C_H
 #define FM_NET_CRC32C_H
 
@@ -21,7 +22,7 @@ uint32_t fm_crc32c_after(uint32_t crc, const void *head, const void *data, size_
 uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const void *src,
                               size_t len);
 
-/* Whether the hardware instruction is used (for fm_info). */
-int fm_crc32c_hw(void);
+/* How this CPU computes it, in words (for fm_info). */
+const char *fm_crc32c_method(void);
 
 #endif

@@ -1077,8 +1077,7 @@ static void udp_info(const struct fm_config *cfg, FILE *out)
                 rails ? uerr : "out of memory");
     }
     free(rails);
-    fprintf(out, "        packet checksum CRC32C: %s\n",
-            fm_crc32c_hw() ? "SSE4.2 instruction, three streams" : "table (no SSE4.2)");
+    fprintf(out, "        packet checksum CRC32C: %s\n", fm_crc32c_method());
 }
 
 static void udp_info_limits(const struct fm_config *cfg, FILE *out)
