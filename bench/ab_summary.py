@@ -93,8 +93,12 @@ def main(argv):
         print(ratio(argv[2], argv[3], argv[4]))
         return 0
     if argv[1:2] == ["summary"] and len(argv) <= 3:
-        with (open(argv[2]) if len(argv) == 3 else sys.stdin) as f:
-            print("\n".join(summary(f)))
+        try:
+            with (open(argv[2]) if len(argv) == 3 else sys.stdin) as f:
+                print("\n".join(summary(f)))
+        except OSError as e:
+            print(f"ab_summary.py: cannot read {e.filename}: {e.strerror}", file=sys.stderr)
+            return 1
         return 0
     print(__doc__.strip(), file=sys.stderr)
     return 2
