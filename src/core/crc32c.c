@@ -204,6 +204,9 @@ fold_rest(__m512i x0, __m512i x1, __m512i x2, __m512i x3, const unsigned char *p
         memcpy(dst, p, len);
     uint64_t c = __builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(v));
     c = __builtin_ia32_crc32di(c, (uint64_t)_mm_extract_epi64(v, 1));
+    /* The caller's SSE code would otherwise run with the vector registers'
+     * upper halves dirty: GCC leaves them so before the tail call. */
+    _mm256_zeroupper();
     return crc_hw((uint32_t)c, p, len);
 }
 
