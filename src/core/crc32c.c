@@ -32,6 +32,25 @@ static uint32_t zero_bytes(uint32_t s, size_t n)
     return s;
 }
 
+/* head_start[k]: the CRC to start a 64-byte block from whose first k bytes
+ * are zero padding, so that it comes out as the CRC of the rest alone. */
+static uint32_t head_start[64];
+
+/* The raw state that n zero bytes take to s: each step back reads which
+ * table entry the step forward used off the top byte, which is different
+ * in each of the 256 entries. */
+static uint32_t zero_bytes_back(uint32_t s, size_t n)
+{
+    uint8_t which[256];
+    for (uint32_t b = 0; b < 256; b++)
+        which[table[0][b] >> 24] = (uint8_t)b;
+    while (n--) {
+        uint8_t b = which[s >> 24];
+        s = ((s ^ table[0][b]) << 8) | b;
+    }
+    return s;
+}
+
 static uint32_t shift(const uint32_t t[4][256], uint32_t s)
 {
     return t[0][s & 0xff] ^ t[1][(s >> 8) & 0xff] ^ t[2][(s >> 16) & 0xff] ^ t[3][s >> 24];
@@ -66,6 +85,8 @@ static void init(void)
             table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
     zeros_table(zeros1, LANE);
     zeros_table(zeros2, 2 * LANE);
+    for (size_t k = 0; k < 64; k++)
+        head_start[k] = ~zero_bytes_back(0xFFFFFFFFu, k);
 #if defined(__x86_64__)
     __builtin_cpu_init();
     hw = __builtin_cpu_supports("sse4.2");
@@ -304,6 +325,15 @@ uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const v
         return ~crc_fold_copy_after(~crc, head, dst, src, len);
 #endif
     return fm_crc32c_copy(fm_crc32c(crc, head, 64), dst, src, len);
+}
+
+uint32_t fm_crc32c_head(unsigned char block[64], const void *head, size_t n)
+{
+    if (__builtin_expect(hw < 0, 0))
+        init();
+    memset(block, 0, 64 - n);
+    memcpy(block + 64 - n, head, n);
+    return head_start[64 - n];
 }
 
 const char *fm_crc32c_method(void)

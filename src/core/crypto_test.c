@@ -45,6 +45,14 @@ int main(void)
         CHECK_EQ(fm_crc32c_after(0x5eed, big + 7, data, len),
                  fm_crc32c(fm_crc32c(0x5eed, big + 7, 64), data, len));
     }
+    /* A shorter head padded into a block counts as the head alone. */
+    for (size_t n = 1; n <= 64; n += 13) {
+        unsigned char block[64];
+        uint32_t start = fm_crc32c_head(block, big + 3, n);
+        for (size_t len = 0; len < 700; len += 97)
+            CHECK_EQ(fm_crc32c_after(start, block, big + 200, len),
+                     fm_crc32c(fm_crc32c(0, big + 3, n), big + 200, len));
+    }
     /* The same while copying the data (every byte of it, none beyond). */
     static unsigned char to[1400];
     for (size_t len = 0; len < 1200; len += len < 300 ? 1 : 7) {

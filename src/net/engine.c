@@ -65,7 +65,8 @@ void fm_net_free(struct fm_net *net)
     free(net->pending);
     free(net->gathering);
     free(net->sess);
-    free(net->by_epoch);
+    free(net->by_epoch.slot);
+    free(net->by_token.slot);
     free(net->recent);
     free(net);
 }

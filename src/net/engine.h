@@ -145,6 +145,7 @@ struct fm_pkt_out {
     } sub;
     uint16_t sub_len;        /* bytes of sub that belong to the packet */
     uint8_t raw;             /* already sealed: bytes[0] is the whole datagram (faults) */
+    uint32_t token;          /* DATA: not 0, it goes under the short header with this token */
     uint16_t nbytes[2];      /* DATA: lengths of the two pieces */
     const void *bytes[2];    /* DATA: the pieces, in a mirror ring */
     struct sockaddr_in to;
@@ -299,6 +300,15 @@ void fm_net_bye(struct fm_net *net);
 /* Seals a packet (length, checksum) and describes it as up to 3 pieces
  * (header, then data in one or two); returns how many. */
 int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4]);
+
+/* The bytes packet p takes on the wire. */
+static inline size_t fm_pkt_len(const struct fm_pkt_out *p)
+{
+    if (p->raw)
+        return p->nbytes[0];
+    size_t hdr = p->token ? sizeof(struct fm_wire_short) : sizeof(struct fm_wire_hdr);
+    return hdr + p->sub_len + p->nbytes[0] + p->nbytes[1];
+}
 
 /* Counters: engine counters, then drops by reason. */
 void fm_net_counters(const struct fm_net *net, uint64_t nc[FM_NC_COUNT],

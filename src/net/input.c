@@ -5,6 +5,7 @@
  */
 #include "session.h"
 
+#include "core/crc32c.h"
 #include "core/log.h"
 
 #include <arpa/inet.h>
@@ -105,14 +106,13 @@ static int place(struct fm_session *s, struct held *hd, const struct fm_wire_hdr
     return 1;
 }
 
-/* A sequenced packet: deliver it in order, or hold it until its turn. */
-static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void *pkt, size_t len,
-                                 int placed)
+/* A sequenced packet, its header h (a short one made full) and its
+ * payload pl: deliver it in order, or hold it until its turn. */
+static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
+                                 const struct fm_wire_hdr *h, const unsigned char *pl, int placed)
 {
-    struct fm_wire_hdr h;
-    memcpy(&h, pkt, sizeof(h));
-    uint32_t off = h.seq - s->rcv_nxt;
-    if (fm_seq_lt(h.seq, s->rcv_nxt)) {
+    uint32_t off = h->seq - s->rcv_nxt;
+    if (fm_seq_lt(h->seq, s->rcv_nxt)) {
         s->ack_now = 1; /* the peer missed our acknowledgement */
         return FM_DROP_DUPLICATE;
     }
@@ -124,31 +124,33 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s, void 
         s->ack_now = 1; /* tell the sender about the gap at once */
         if (hold_room(s, off))
             return FM_DROP_WINDOW;
-        struct held *hd = held_at(s, h.seq);
+        struct held *hd = held_at(s, h->seq);
         if (hd->pkt || hd->placed)
             return FM_DROP_DUPLICATE;
         if (placed) { /* place_early laid and checked it */
             struct fm_wire_data d;
-            memcpy(&d, (const unsigned char *)pkt + sizeof(h), sizeof(d));
-            hold_placed(s, hd, &d, h.len - sizeof(d));
+            memcpy(&d, pl, sizeof(d));
+            hold_placed(s, hd, &d, h->len - sizeof(d));
             net->nc[FM_NC_PLACED]++;
             s->nheld++;
             return FM_DROP_NONE;
         }
-        if (h.op == FM_OP_DATA && place(s, hd, &h, (const unsigned char *)pkt + sizeof(h))) {
+        if (h->op == FM_OP_DATA && place(s, hd, h, pl)) {
             net->nc[FM_NC_PLACED]++;
             s->nheld++;
             return FM_DROP_NONE;
         }
-        hd->pkt = malloc(len);
+        /* Held with its full header, whichever it came with. */
+        hd->len = sizeof(*h) + h->len;
+        hd->pkt = malloc(hd->len);
         if (!hd->pkt)
             return FM_DROP_WINDOW;
-        memcpy(hd->pkt, pkt, len);
-        hd->len = len;
+        memcpy(hd->pkt, h, sizeof(*h));
+        memcpy((unsigned char *)hd->pkt + sizeof(*h), pl, h->len);
         s->nheld++;
         return FM_DROP_NONE;
     }
-    enum fm_drop why = deliver(net, s, &h, (const unsigned char *)pkt + sizeof(h), placed);
+    enum fm_drop why = deliver(net, s, h, pl, placed);
     s->rcv_nxt++;
     s->unacked++;
     s->rx_since_tx += s->rx_since_tx < UINT32_MAX;
@@ -206,20 +208,67 @@ static size_t payload_size(uint8_t op)
     }
 }
 
-/* Lays DATA packet pkt (header h, data header d) into flow f while taking
- * its CRC: 1 if sound, -1 if corrupt, 0 if f refuses the range. */
+/* Lays DATA packet pkt (header h, of hlen bytes on the wire, data header
+ * d) into flow f while taking its CRC: 1 if sound, -1 if corrupt, 0 if f
+ * refuses the range. */
 static int place_checked(struct fm_rxflow *f, const unsigned char *pkt, size_t len,
-                         const struct fm_wire_hdr *h, const struct fm_wire_data *d)
+                         const struct fm_wire_hdr *h, size_t hlen, const struct fm_wire_data *d)
 {
-    /* The headers as they were sealed, CRC field 0: the CRC of the whole
+    /* The headers as they were sealed, CRC field 0, as one block (full
+     * ones are 64 bytes, short ones go after zeros): the CRC of the whole
      * packet then folds in one pass with the copy. */
-    unsigned char hdrs[sizeof(*h) + sizeof(*d)];
-    _Static_assert(sizeof(hdrs) == 64, "a DATA packet's headers are 64 bytes");
-    fm_wire_crc_view(hdrs, pkt, sizeof(hdrs));
-    uint32_t crc = 0;
-    if (fm_flow_rx_place_crc(f, d->pos, pkt + sizeof(hdrs), len - sizeof(hdrs), hdrs, &crc) != 0)
+    unsigned char view[sizeof(*h) + sizeof(*d)], hdrs[64];
+    size_t n = hlen + sizeof(*d);
+    fm_wire_crc_view(view, pkt, n);
+    uint32_t crc = fm_crc32c_head(hdrs, view, n);
+    if (fm_flow_rx_place_crc(f, d->pos, pkt + n, len - n, hdrs, &crc) != 0)
         return 0;
     return crc == h->crc ? 1 : -1;
+}
+
+/* The session a full header names by job, ranks and epoch, or NULL. */
+static struct fm_session *session_of(const struct fm_net *net, const struct fm_wire_hdr *h)
+{
+    if (h->job == net->job && h->dst_rank == (uint32_t)net->p.rank &&
+        h->src_rank < (uint32_t)net->p.size)
+        return net->sess[h->src_rank];
+    if (net->domain && h->job == net->domain && h->dst_rank == FM_WIRE_NAMED &&
+        h->src_rank == FM_WIRE_NAMED)
+        return fm_session_named(net, h->src_epoch);
+    return NULL;
+}
+
+/*
+ * Reads the header of the packet at pkt into h. A short DATA's is made
+ * full from the session its token names, *s (NULL: none, or flags a short
+ * header cannot have, and h is left alone); a full one is copied, and *s
+ * is NULL. Returns the header's
+ * length on the wire, 0 if the packet is shorter than that.
+ */
+static size_t read_hdr(const struct fm_net *net, const unsigned char *pkt, size_t len,
+                       struct fm_wire_hdr *h, struct fm_session **s)
+{
+    *s = NULL;
+    if (len >= sizeof(struct fm_wire_short) && pkt[1] == FM_OP_DATA_SHORT) {
+        struct fm_wire_short b;
+        memcpy(&b, pkt, sizeof(b));
+        struct fm_session *t = fm_session_by_token(net, b.token);
+        if (!t || (b.flags & ~(FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT)))
+            return sizeof(b); /* fm_wire_check_short or the token drops it */
+        *h = (struct fm_wire_hdr){
+            .version = b.version, .op = FM_OP_DATA, .flags = b.flags, .crc = b.crc,
+            .job = t->named ? net->domain : net->job,
+            .src_rank = t->named ? FM_WIRE_NAMED : (uint32_t)t->rank,
+            .dst_rank = t->named ? FM_WIRE_NAMED : (uint32_t)net->p.rank,
+            .src_epoch = t->peer_epoch, .dst_epoch = net->p.epoch,
+            .seq = b.seq, .ack = b.ack, .len = b.len, .rail = b.rail};
+        *s = t;
+        return sizeof(b);
+    }
+    if (len < sizeof(*h))
+        return 0;
+    memcpy(h, pkt, sizeof(*h));
+    return sizeof(*h);
 }
 
 /*
@@ -239,42 +288,34 @@ static int place_checked(struct fm_rxflow *f, const unsigned char *pkt, size_t l
  * failed the CRC, 0 if it is not such a packet (untouched: fm_wire_check
  * judges it).
  */
-static int place_early(struct fm_net *net, const unsigned char *pkt, size_t len)
+static int place_early(struct fm_net *net, const unsigned char *pkt, size_t len,
+                       const struct fm_wire_hdr *h, size_t hlen, struct fm_session *s)
 {
-    struct fm_wire_hdr h;
     struct fm_wire_data d;
-    if (len < sizeof(h) + sizeof(d) + FM_REC_HDR)
+    if (len < hlen + sizeof(d) + FM_REC_HDR)
         return 0;
-    memcpy(&h, pkt, sizeof(h));
-    if (h.version != FM_WIRE_VERSION || h.op != FM_OP_DATA || sizeof(h) + h.len != len)
+    if (h->version != FM_WIRE_VERSION || h->op != FM_OP_DATA || hlen + h->len != len)
         return 0;
-    struct fm_session *s;
-    if (h.job == net->job && h.dst_rank == (uint32_t)net->p.rank &&
-        h.src_rank < (uint32_t)net->p.size)
-        s = net->sess[h.src_rank];
-    else if (net->domain && h.job == net->domain && h.dst_rank == FM_WIRE_NAMED &&
-             h.src_rank == FM_WIRE_NAMED)
-        s = fm_session_named(net, h.src_epoch);
-    else
+    if (hlen == sizeof(*h))
+        s = session_of(net, h);
+    if (!s || s->state != S_UP || !s->rcv_known || h->src_epoch != s->peer_epoch ||
+        (h->dst_epoch != net->p.epoch && h->dst_epoch != 0))
         return 0;
-    if (!s || s->state != S_UP || !s->rcv_known || h.src_epoch != s->peer_epoch ||
-        (h.dst_epoch != net->p.epoch && h.dst_epoch != 0))
-        return 0;
-    memcpy(&d, pkt + sizeof(h), sizeof(d));
+    memcpy(&d, pkt + hlen, sizeof(d));
     struct fm_rxflow *f = d.flow < s->rxf_cap ? s->rxf[d.flow] : NULL;
     if (!f)
         return 0;
-    uint32_t off = h.seq - s->rcv_nxt;
+    uint32_t off = h->seq - s->rcv_nxt;
     if (off == 0) {
         if (s->nheld || d.pos != f->wpos)
             return 0;
     } else {
         struct held *hd;
-        if (off > FM_NET_WIN_MAX || off > s->held_cap || (hd = held_at(s, h.seq))->pkt ||
+        if (off > FM_NET_WIN_MAX || off > s->held_cap || (hd = held_at(s, h->seq))->pkt ||
             hd->placed || d.pos < FM_MAX(f->wpos, f->placed_end))
             return 0;
     }
-    return place_checked(f, pkt, len, &h, &d);
+    return place_checked(f, pkt, len, h, hlen, &d);
 }
 
 /*
@@ -288,28 +329,27 @@ static int place_early(struct fm_net *net, const unsigned char *pkt, size_t len)
  * while copied into place (as place_early does) and delivered. Returns 1
  * if it was handled, with *why, 0 for the full path.
  */
-static int train_next(struct fm_net *net, const unsigned char *pkt, size_t len, int rail,
-                      uint64_t now, enum fm_drop *why)
+static int train_next(struct fm_net *net, const unsigned char *pkt, size_t len,
+                      const struct fm_wire_hdr *h, size_t hlen, int rail, uint64_t now,
+                      enum fm_drop *why)
 {
     struct fm_session *s = net->train.s;
-    if (!s || net->train.now != now || net->train.rail != rail)
+    if (!s || !hlen || net->train.now != now || net->train.rail != rail)
         return 0;
-    struct fm_wire_hdr h;
     struct fm_wire_data d;
     const struct fm_wire_hdr *t = &net->train.h;
-    if (len < sizeof(h) + sizeof(d) + FM_REC_HDR)
+    if (len < hlen + sizeof(d) + FM_REC_HDR)
         return 0;
-    memcpy(&h, pkt, sizeof(h));
-    memcpy(&d, pkt + sizeof(h), sizeof(d));
+    memcpy(&d, pkt + hlen, sizeof(d));
     struct fm_rxflow *f = net->train.f;
-    if (h.version != t->version || h.op != t->op || h.flags != t->flags || h.job != t->job ||
-        h.src_rank != t->src_rank || h.dst_rank != t->dst_rank ||
-        h.src_epoch != t->src_epoch || h.dst_epoch != t->dst_epoch || h.ack != t->ack ||
-        h.rail != t->rail || h.seq != t->seq + 1 || sizeof(h) + h.len != len ||
-        d.flow != f->id || s->rxf[f->id] != f || s->state != S_UP || s->rcv_nxt != h.seq ||
+    if (h->version != t->version || h->op != t->op || h->flags != t->flags || h->job != t->job ||
+        h->src_rank != t->src_rank || h->dst_rank != t->dst_rank ||
+        h->src_epoch != t->src_epoch || h->dst_epoch != t->dst_epoch || h->ack != t->ack ||
+        h->rail != t->rail || h->seq != t->seq + 1 || hlen + h->len != len ||
+        d.flow != f->id || s->rxf[f->id] != f || s->state != S_UP || s->rcv_nxt != h->seq ||
         s->nheld || d.pos != f->wpos)
         return 0;
-    int placed = place_checked(f, pkt, len, &h, &d);
+    int placed = place_checked(f, pkt, len, h, hlen, &d);
     if (!placed)
         return 0;
     if (placed < 0) {
@@ -320,10 +360,10 @@ static int train_next(struct fm_net *net, const unsigned char *pkt, size_t len, 
     net->nc[FM_NC_RX_PACKETS]++;
     net->nc[FM_NC_RX_BYTES] += len;
     fm_budget_on_data(net, s, len, now);
-    *why = on_sequenced(net, s, (void *)pkt, len, 1);
+    *why = on_sequenced(net, s, h, pkt + hlen, 1);
     s->t_busy = now;
     mark_pending(net, s);
-    net->train.h.seq = h.seq;
+    net->train.h.seq = h->seq;
     return 1;
 }
 
@@ -351,24 +391,28 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
 {
     if (rail < 0 || rail >= net->p.nrails)
         rail = 0;
+    struct fm_wire_hdr h;
+    struct fm_session *s; /* a short DATA's, by its token */
+    size_t hlen = read_hdr(net, pkt, len, &h, &s);
+    int brief = hlen == sizeof(struct fm_wire_short);
     enum fm_drop fast;
-    if (train_next(net, pkt, len, rail, now, &fast)) {
+    if (train_next(net, pkt, len, &h, hlen, rail, now, &fast)) {
         if (fast != FM_DROP_NONE)
             net->drops[fast]++;
         return fast;
     }
     net->train.s = NULL;
-    int placed = place_early(net, pkt, len);
+    int placed = hlen && (s || !brief) ? place_early(net, pkt, len, &h, hlen, s) : 0;
     enum fm_drop why = placed > 0   ? FM_DROP_NONE
                        : placed < 0 ? FM_DROP_CRC
+                       : brief      ? fm_wire_check_short(pkt, len)
                                     : fm_wire_check(pkt, len, net->job, net->domain,
                                                     (uint32_t)net->p.rank, (uint32_t)net->p.size);
-    struct fm_wire_hdr h;
-    const unsigned char *pl = (const unsigned char *)pkt + sizeof(h);
-    struct fm_session *s = NULL;
+    if (!why && brief && !s)
+        why = FM_DROP_FOREIGN; /* sound, but its token is none of ours */
+    const unsigned char *pl = (const unsigned char *)pkt + hlen;
     if (why)
         goto drop;
-    memcpy(&h, pkt, sizeof(h));
     if (h.len < payload_size(h.op) || (h.op == FM_OP_HELLO && h.dst_epoch != 0)) {
         why = FM_DROP_OPCODE;
         goto drop;
@@ -405,7 +449,9 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         fm_rail_heard(net, s, rail, h.rail, from, now);
         return FM_DROP_NONE;
     }
-    s = h.src_rank == FM_WIRE_NAMED ? fm_session_named(net, h.src_epoch) : net->sess[h.src_rank];
+    if (!brief)
+        s = h.src_rank == FM_WIRE_NAMED ? fm_session_named(net, h.src_epoch)
+                                        : net->sess[h.src_rank];
     if (!s) {
         why = FM_DROP_NOSESSION;
         goto drop;
@@ -487,11 +533,11 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             fm_budget_on_data(net, s, len, now);
             if (h.flags & FM_HDR_CREDIT) {
                 struct fm_wire_data d;
-                memcpy(&d, (const unsigned char *)pkt + sizeof(h), sizeof(d));
+                memcpy(&d, pl, sizeof(d));
                 fm_flow_credit_lo(s, h.credit_flow, d.credit_lo);
             }
         }
-        why = on_sequenced(net, s, pkt, len, placed);
+        why = on_sequenced(net, s, &h, pl, placed);
         s->t_busy = now;
         mark_pending(net, s);
         if (why)

@@ -42,6 +42,7 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     }
     p->sub_len = 0;
     p->raw = 0;
+    p->token = 0;
     p->nbytes[0] = p->nbytes[1] = 0;
     p->rank = s->rank;
     fm_pkt_rail(s, p, s->ctl_rail);
@@ -50,7 +51,7 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
 static void count_tx(struct fm_net *net, struct fm_pkt_out *p)
 {
     net->nc[FM_NC_TX_PACKETS]++;
-    net->nc[FM_NC_TX_BYTES] += sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
+    net->nc[FM_NC_TX_BYTES] += fm_pkt_len(p);
 }
 
 /* Fills p with the sequenced packet of table entry q. */
@@ -79,8 +80,11 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
         p->nbytes[0] = (uint16_t)first;
         p->bytes[1] = f->ring.data;
         p->nbytes[1] = (uint16_t)(e->len - first);
-        if (s->credit_owed)
+        /* A credit needs the full header: it rides where that fits. */
+        if (s->credit_owed && e->len <= net->p.payload)
             fm_flow_credit_ride(s, p);
+        if (!(p->hdr.flags & FM_HDR_CREDIT))
+            p->token = s->peer_token;
     }
 }
 
@@ -288,6 +292,13 @@ static int announce_waits(const struct fm_session *s, const struct fm_txflow *f)
     return 0;
 }
 
+/* The data one packet to s carries at most: more once the peer's token
+ * lets it go under the short header. */
+static uint32_t data_room(const struct fm_net *net, const struct fm_session *s)
+{
+    return net->p.payload + (s->peer_token ? (uint32_t)FM_WIRE_SHORT_SAVING : 0);
+}
+
 /* One pass of new_data over the live flows, from pkts[n]; returns the new
  * n. *waited: a flow waited for an earlier one; *announced: a FLOW went. */
 static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
@@ -309,13 +320,14 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
             *announced = 1;
         }
         scan_complete(f, f->ring.size);
+        uint32_t room = data_room(net, s);
         while (n < max && window_open(net, s) && f->complete > f->sent) {
-            uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)net->p.payload);
+            uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)room);
             if (!fm_budget_allows(net, s, len, len == f->complete - f->sent))
                 break; /* until an ACK returns some of the peer's grant */
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
-            if (len < net->p.payload && !flush && s->snd_una != s->snd_nxt && !f->ending &&
+            if (len < room && !flush && s->snd_una != s->snd_nxt && !f->ending &&
                 __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
                          &s->gathering);
@@ -556,11 +568,17 @@ int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
      * datagram costs the kernel an iovec to import and a copy to start. */
     _Static_assert(offsetof(struct fm_pkt_out, sub) == sizeof(struct fm_wire_hdr),
                    "the sub-header follows the header");
-    iov[0] = (struct iovec){&p->hdr, sizeof(p->hdr) + p->sub_len};
     int k = 1;
     for (int i = 0; i < 2; i++)
         if (p->nbytes[i])
             iov[k++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
-    fm_wire_seal(&p->hdr, p->sub_len, iov + 1, k - 1);
+    if (p->token) {
+        fm_wire_seal_short(&p->hdr, p->token, p->sub_len, iov + 1, k - 1);
+        iov[0] = (struct iovec){fm_wire_short_of(&p->hdr),
+                                sizeof(struct fm_wire_short) + p->sub_len};
+    } else {
+        fm_wire_seal(&p->hdr, p->sub_len, iov + 1, k - 1);
+        iov[0] = (struct iovec){&p->hdr, sizeof(p->hdr) + p->sub_len};
+    }
     return k;
 }

@@ -1,8 +1,9 @@
 /*
  * Sessions: made on first contact (ranks by index, named peers also by the
- * epoch their name gives), the handshake that fixes each side's epoch and
- * first sequence number, their timers (liveness, heartbeats, and those of
- * the rails, of loss recovery and of credit), their end.
+ * epoch their name gives, all by the token they give their peer), the
+ * handshake that fixes each side's epoch, first sequence number and token,
+ * their timers (liveness, heartbeats, and those of the rails, of loss
+ * recovery and of credit), their end.
  */
 #include "session.h"
 
@@ -10,51 +11,90 @@
 
 #include <string.h>
 
-/* Named sessions by the peer's epoch (open addressing). */
-static size_t epoch_slot(const struct fm_net *net, uint32_t epoch)
+static uint32_t epoch_key(const struct fm_session *s) { return s->peer_epoch_named; }
+static uint32_t token_key(const struct fm_session *s) { return s->token; }
+
+/* The slot of key in t: the session's, or the empty one it would take. */
+static size_t table_slot(const struct fm_net *net, const struct sess_table *t,
+                         uint32_t (*key_of)(const struct fm_session *), uint32_t key)
 {
-    size_t i = (size_t)(epoch * 0x9E3779B1u) & (net->by_epoch_cap - 1);
-    while (net->by_epoch[i] && net->sess[net->by_epoch[i] - 1]->peer_epoch_named != epoch)
-        i = (i + 1) & (net->by_epoch_cap - 1);
+    size_t i = (size_t)(key * 0x9E3779B1u) & (t->cap - 1);
+    while (t->slot[i] && key_of(net->sess[t->slot[i] - 1]) != key)
+        i = (i + 1) & (t->cap - 1);
     return i;
+}
+
+static struct fm_session *table_find(const struct fm_net *net, const struct sess_table *t,
+                                     uint32_t (*key_of)(const struct fm_session *), uint32_t key)
+{
+    if (!t->cap)
+        return NULL;
+    int p = t->slot[table_slot(net, t, key_of, key)];
+    return p ? net->sess[p - 1] : NULL;
+}
+
+/* Makes room in t for one more session, keeping it at most half full. */
+static int table_reserve(struct fm_net *net, struct sess_table *t,
+                         uint32_t (*key_of)(const struct fm_session *))
+{
+    if ((t->n + 1) * 2 <= t->cap)
+        return 0;
+    struct sess_table g = {.cap = t->cap ? t->cap * 2 : 64, .n = t->n};
+    g.slot = calloc(g.cap, sizeof(*g.slot));
+    if (!g.slot)
+        return FM_ENOMEM;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i])
+            g.slot[table_slot(net, &g, key_of, key_of(net->sess[t->slot[i] - 1]))] = t->slot[i];
+    free(t->slot);
+    *t = g;
+    return 0;
+}
+
+/* Adds s, whose key is not in t, after table_reserve. */
+static void table_add(struct fm_net *net, struct sess_table *t,
+                      uint32_t (*key_of)(const struct fm_session *), struct fm_session *s)
+{
+    t->slot[table_slot(net, t, key_of, key_of(s))] = s->rank + 1;
+    t->n++;
 }
 
 struct fm_session *fm_session_named(const struct fm_net *net, uint32_t epoch)
 {
-    if (!net->by_epoch_cap)
-        return NULL;
-    int p = net->by_epoch[epoch_slot(net, epoch)];
-    return p ? net->sess[p - 1] : NULL;
+    return table_find(net, &net->by_epoch, epoch_key, epoch);
 }
 
-static int named_register(struct fm_net *net, struct fm_session *s, uint32_t epoch)
+struct fm_session *fm_session_by_token(const struct fm_net *net, uint32_t token)
 {
-    /* Named packets are found by the sender's epoch alone: two processes
-     * that drew the same 32-bit epoch (about 1 in 4 billion pairs) cannot
-     * both have a session here. */
-    if (fm_session_named(net, epoch)) {
+    return table_find(net, &net->by_token, token_key, token);
+}
+
+/*
+ * Finds s in the tables: by its token, and if named by its peer's epoch.
+ * Named packets are found by the sender's epoch alone: two processes that
+ * drew the same 32-bit epoch (about 1 in 4 billion pairs) cannot both have
+ * a session here. The token is random, so that short DATA meant for
+ * another incarnation of this process, or for another job on this port,
+ * finds no session.
+ */
+static int sess_register(struct fm_net *net, struct fm_session *s)
+{
+    uint32_t epoch = s->named ? net->p.up.named_epoch(net->p.up.core, s->rank) : 0;
+    if (s->named && fm_session_named(net, epoch)) {
         fm_error("net", "two peers have the epoch %08x: the later one is refused", epoch);
         return FM_EINVAL;
     }
-    if ((net->nby_epoch + 1) * 2 > net->by_epoch_cap) {
-        size_t cap = net->by_epoch_cap ? net->by_epoch_cap * 2 : 64;
-        int *old = net->by_epoch;
-        size_t old_cap = net->by_epoch_cap;
-        net->by_epoch = calloc(cap, sizeof(*net->by_epoch));
-        if (!net->by_epoch) {
-            net->by_epoch = old;
-            return FM_ENOMEM;
-        }
-        net->by_epoch_cap = cap;
-        for (size_t i = 0; i < old_cap; i++)
-            if (old[i])
-                net->by_epoch[epoch_slot(net, net->sess[old[i] - 1]->peer_epoch_named)] =
-                    old[i];
-        free(old);
+    if (table_reserve(net, &net->by_token, token_key) ||
+        (s->named && table_reserve(net, &net->by_epoch, epoch_key)))
+        return FM_ENOMEM;
+    do
+        s->token = (uint32_t)rnd(net);
+    while (!s->token || fm_session_by_token(net, s->token));
+    table_add(net, &net->by_token, token_key, s);
+    if (s->named) {
+        s->peer_epoch_named = epoch;
+        table_add(net, &net->by_epoch, epoch_key, s);
     }
-    s->peer_epoch_named = epoch;
-    net->by_epoch[epoch_slot(net, epoch)] = s->rank + 1;
-    net->nby_epoch++;
     return 0;
 }
 
@@ -99,7 +139,7 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
     s->rto = net->p.rto_min_ns * 4;
     s->grant = fm_budget_unscheduled(net);
     net->sess[rank] = s;
-    if (named && named_register(net, s, net->p.up.named_epoch(net->p.up.core, rank))) {
+    if (sess_register(net, s)) {
         net->sess[rank] = NULL;
         fm_session_free(s);
         return NULL;
@@ -160,6 +200,7 @@ enum fm_drop fm_session_on_hello(struct fm_net *net, struct fm_session *s, int r
         s->peer_epoch = h->src_epoch;
         s->rcv_nxt = hello->first_seq;
         s->rcv_known = 1;
+        s->peer_token = hello->token; /* 0: the peer takes only full headers */
     }
     /* The address comes from the first HELLO only: a replayed one from
      * elsewhere must not redirect the session. */
@@ -190,6 +231,7 @@ static void build_hello(struct fm_net *net, struct fm_session *s, struct fm_pkt_
     memset(hl, 0, sizeof(*hl));
     hl->nonce = ack ? s->peer_nonce : s->hello_nonce;
     hl->first_seq = s->snd_una;
+    hl->token = s->token;
     /* A named HELLO introduces us: the peer may never have heard our name. */
     size_t extra = s->named && !ack ? net->card_len : 0;
     memcpy(p->sub.hello.card, net->card, extra);

@@ -99,6 +99,13 @@ struct sess_rail {
     uint8_t reply_due;       /* answer a probe that came on it, on it */
 };
 
+/* Sessions by a 32-bit key, one of theirs (open addressing; a session
+ * stays until the engine goes). */
+struct sess_table {
+    int *slot;    /* peer + 1; 0: empty */
+    size_t cap, n;
+};
+
 struct fm_session {
     struct fm_net *net;
     int rank;              /* the peer's index: a rank, or (>= size) a named peer */
@@ -114,6 +121,8 @@ struct fm_session {
     uint64_t t_busy;       /* last sequenced packet sent or received */
     uint32_t peer_epoch;   /* 0 until known */
     uint32_t peer_epoch_named; /* named: the epoch its name gives */
+    uint32_t token;        /* ours for the session: the peer's short DATA carries it */
+    uint32_t peer_token;   /* the peer's, from its HELLO or HELLO_ACK; 0: not known yet */
     uint64_t hello_nonce;  /* of our HELLO */
     uint64_t peer_nonce;   /* of theirs, to echo */
     uint64_t t_hello;      /* next HELLO retry */
@@ -196,8 +205,8 @@ struct fm_net {
     size_t card_len;
     struct fm_session **sess;   /* by peer: ranks, then named peers; created on contact */
     int sess_cap;
-    int *by_epoch;              /* named sessions by the peer's epoch: peer + 1, 0 empty */
-    size_t by_epoch_cap, nby_epoch;
+    struct sess_table by_epoch; /* named sessions by the peer's epoch */
+    struct sess_table by_token; /* sessions by their token (short DATA) */
     struct fm_session **all;    /* created sessions, for timer scans */
     int nall, all_cap;
     struct fm_session **pending; /* sessions with something to send */
@@ -435,6 +444,8 @@ uint32_t fm_flow_ring_max(const struct fm_net *net);
 struct fm_session *fm_session_get(struct fm_net *net, int rank);
 /* The named session whose peer has that epoch, or NULL. */
 struct fm_session *fm_session_named(const struct fm_net *net, uint32_t epoch);
+/* The session whose token this is, or NULL. */
+struct fm_session *fm_session_by_token(const struct fm_net *net, uint32_t token);
 /* The session ends: the peer left (FM_NET_PEER_LEFT) or was lost. */
 void fm_session_gone(struct fm_net *net, struct fm_session *s, int state);
 /* Frees a session and all it holds (the engine goes away). */

@@ -275,13 +275,6 @@ static void conn_failed(struct fm_udp *u, struct fm_net *net, struct fm_udp_conn
         fm_net_unreachable(net, u->rail, &c->to, 1, fm_now_ns());
 }
 
-static size_t packet_len(const struct fm_pkt_out *p)
-{
-    if (p->raw)
-        return p->nbytes[0];
-    return sizeof(p->hdr) + p->sub_len + p->nbytes[0] + p->nbytes[1];
-}
-
 static int same_dest(const struct fm_pkt_out *a, const struct fm_pkt_out *b)
 {
     return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
@@ -336,7 +329,6 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
     return m;
 }
 
-static size_t packet_len(const struct fm_pkt_out *p);
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
                       int n);
 
@@ -387,14 +379,15 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
     int nmsg = 0, niov = 0;
     for (int i = 0; i < n;) {
         /* A run of full packets to one peer goes as one GSO send. */
-        size_t full = packet_len(pkts[i]);
+        size_t full = fm_pkt_len(pkts[i]);
         int j = i + 1;
         size_t total = full;
         if (u->gso && pkts[i]->hdr.op == FM_OP_DATA && !pkts[i]->raw)
             while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(pkts[i], pkts[j]) &&
-                   !pkts[j]->raw && packet_len(pkts[j - 1]) == full && packet_len(pkts[j]) <= full &&
-                   total + packet_len(pkts[j]) <= GSO_MAX_BYTES) {
-                total += packet_len(pkts[j]);
+                   !pkts[j]->raw && fm_pkt_len(pkts[j - 1]) == full &&
+                   fm_pkt_len(pkts[j]) <= full &&
+                   total + fm_pkt_len(pkts[j]) <= GSO_MAX_BYTES) {
+                total += fm_pkt_len(pkts[j]);
                 j++;
             }
         /* Else small packets to one peer share a datagram (a FLOW, its first
@@ -403,8 +396,8 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         int bundle = j == i + 1 && !pkts[i]->raw;
         while (bundle && j < n && !pkts[j]->raw && same_dest(pkts[i], pkts[j]) &&
                from_card_port(pkts[j]) == from_card_port(pkts[i]) &&
-               total + packet_len(pkts[j]) <= u->datagram_max) {
-            total += packet_len(pkts[j]);
+               total + fm_pkt_len(pkts[j]) <= u->datagram_max) {
+            total += fm_pkt_len(pkts[j]);
             j++;
         }
         if (j > i + 1 && bundle)

@@ -22,11 +22,11 @@ const char *const fm_drop_names[FM_DROP_COUNT] = {
     [FM_DROP_FAULT] = "fault",
 };
 
-uint32_t fm_wire_crc_prefix(const void *pkt, size_t len)
+uint32_t fm_wire_crc_prefix(const void *pkt, size_t hdr_len, size_t len)
 {
     unsigned char h[sizeof(struct fm_wire_hdr)];
-    fm_wire_crc_view(h, pkt, sizeof(h));
-    return fm_crc32c(fm_crc32c(0, h, sizeof(h)), (const char *)pkt + sizeof(h), len - sizeof(h));
+    fm_wire_crc_view(h, pkt, hdr_len);
+    return fm_crc32c(fm_crc32c(0, h, hdr_len), (const char *)pkt + hdr_len, len - hdr_len);
 }
 
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
@@ -40,7 +40,7 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
         return FM_DROP_VERSION;
     if (sizeof(h) + h.len != len)
         return FM_DROP_SHORT;
-    if (fm_wire_crc_prefix(pkt, len) != h.crc)
+    if (fm_wire_crc_prefix(pkt, sizeof(h), len) != h.crc)
         return FM_DROP_CRC;
     if (h.job == job) {
         if (h.dst_rank != rank || h.src_rank >= size)
@@ -56,22 +56,68 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
     return FM_DROP_NONE;
 }
 
-void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n)
+enum fm_drop fm_wire_check_short(const void *pkt, size_t len)
+{
+    struct fm_wire_short h;
+    if (len < sizeof(h) + sizeof(struct fm_wire_data))
+        return FM_DROP_SHORT;
+    memcpy(&h, pkt, sizeof(h));
+    if (h.version != FM_WIRE_VERSION)
+        return FM_DROP_VERSION;
+    if (sizeof(h) + h.len != len)
+        return FM_DROP_SHORT;
+    if (fm_wire_crc_prefix(pkt, sizeof(h), len) != h.crc)
+        return FM_DROP_CRC;
+    if (h.flags & ~(FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT))
+        return FM_DROP_OPCODE;
+    return FM_DROP_NONE;
+}
+
+/* The CRC of head_len bytes of headers at head (CRC field 0) and then the
+ * payload's pieces. */
+static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec *payload, int n)
+{
+    /* A DATA packet's headers (64 bytes, 40 under the short header) fold
+     * into the payload's CRC as one block instead of a chain of their own. */
+    int folded = head_len <= 64 && n > 0;
+    unsigned char block[64];
+    uint32_t crc = folded ? fm_crc32c_after(fm_crc32c_head(block, head, head_len), block,
+                                            payload[0].iov_base, payload[0].iov_len)
+                          : fm_crc32c(0, head, head_len);
+    for (int i = folded; i < n; i++)
+        crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
+    return crc;
+}
+
+static uint16_t payload_len(size_t sub_len, const struct iovec *payload, int n)
 {
     size_t len = sub_len;
     for (int i = 0; i < n; i++)
         len += payload[i].iov_len;
-    h->len = (uint16_t)len;
+    return (uint16_t)len;
+}
+
+void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n)
+{
+    h->len = payload_len(sub_len, payload, n);
     h->crc = 0;
-    /* A DATA packet's headers are 64 bytes: they fold into the payload's
-     * CRC instead of a chain of their own. */
-    size_t head = sizeof(*h) + sub_len;
-    int folded = head == 64 && n > 0;
-    uint32_t crc = folded ? fm_crc32c_after(0, h, payload[0].iov_base, payload[0].iov_len)
-                          : fm_crc32c(0, h, head);
-    for (int i = folded; i < n; i++)
-        crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
-    h->crc = crc;
+    h->crc = packet_crc(h, sizeof(*h) + sub_len, payload, n);
+}
+
+void fm_wire_seal_short(struct fm_wire_hdr *h, uint32_t token, size_t sub_len,
+                        const struct iovec *payload, int n)
+{
+    /* seq, ack and rail are in place already (the header's layout says
+     * so); len is set there too. The rest comes from the first half. */
+    h->len = payload_len(sub_len, payload, n);
+    struct fm_wire_short *s = fm_wire_short_of(h);
+    s->version = h->version;
+    s->op = FM_OP_DATA_SHORT;
+    s->flags = h->flags;
+    s->crc = 0;
+    s->reserved0 = 0;
+    s->token = token;
+    s->crc = packet_crc(s, sizeof(*s) + sub_len, payload, n);
 }
 
 uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,

@@ -5,6 +5,7 @@
  *
  *   datagram = one or more packets back to back
  *   packet   = fm_wire_hdr, then the `len` bytes of its opcode's payload
+ *            | fm_wire_short, then the `len` bytes of a DATA payload
  *
  * A packet is accepted only if it is at least a header long, its version is
  * FM_WIRE_VERSION, its CRC32C matches, its job tag is this job's, and it is
@@ -22,7 +23,7 @@
 #error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
 #endif
 
-#define FM_WIRE_VERSION 3
+#define FM_WIRE_VERSION 4
 
 enum fm_wire_op {
     FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
@@ -35,7 +36,8 @@ enum fm_wire_op {
     FM_OP_FLOW_END = 8,  /* the sender's flow carries no more data, in sequence (fm_wire_flow_end) */
     FM_OP_FLOW_STOP = 9, /* the receiver closed the flow's endpoint: end it, in sequence
                             (fm_wire_flow_end, naming the sender's flow id) */
-    FM_OP_FIRST_RESERVED = 10, /* 10..255: reserved, dropped and counted */
+    FM_OP_DATA_SHORT = 10, /* DATA under the short header (fm_wire_short, fm_wire_data) */
+    FM_OP_FIRST_RESERVED = 11, /* 11..255: reserved, dropped and counted */
 };
 
 /* src_rank and dst_rank of a session between processes of no common job
@@ -74,6 +76,30 @@ struct fm_wire_hdr {
     uint32_t credit_flow; /* with FM_HDR_CREDIT: the flow of the credit; else 0 */
 };
 
+/*
+ * The short header of DATA (24 bytes), once the sender knows the token the
+ * receiver gave the session in its HELLO or HELLO_ACK: the token stands for
+ * the job tag, both ranks and both epochs, which the receiver keeps with
+ * the session. It saves 24 of the 64 bytes of headers a full packet of data
+ * carries: 1432 bytes of data fit a 1500-byte MTU where 1408 did. Version,
+ * opcode, flags and CRC are at the full header's offsets; seq, ack, len and
+ * rail sit 24 bytes before the full header's, so that a sender can write
+ * the short header over the second half of a full one. A short DATA
+ * carries no credit (FM_HDR_CREDIT): the sender uses the full header then.
+ */
+struct fm_wire_short {
+    uint8_t version;   /* FM_WIRE_VERSION */
+    uint8_t op;        /* FM_OP_DATA_SHORT */
+    uint16_t flags;    /* FM_HDR_ACK_VALID, FM_HDR_SIDE_PORT */
+    uint32_t crc;      /* CRC32C of the whole packet, computed with this field 0 */
+    uint32_t seq;      /* sequence number */
+    uint32_t ack;      /* with FM_HDR_ACK_VALID: next sequence number expected */
+    uint16_t len;      /* bytes after this header: fm_wire_data, then the data */
+    uint8_t rail;      /* index of the sender's rail this packet left on */
+    uint8_t reserved0; /* 0 */
+    uint32_t token;    /* the receiver's token for the session */
+};
+
 /* HELLO and HELLO_ACK (32 bytes). The MAC keys the request to the job: a
  * process without the key cannot open a session. A HELLO between named
  * processes (FM_WIRE_NAMED) is followed by the sender's endpoint name with
@@ -81,7 +107,7 @@ struct fm_wire_hdr {
 struct fm_wire_hello {
     uint64_t nonce;     /* HELLO: random; HELLO_ACK: the HELLO's nonce, echoed */
     uint32_t first_seq; /* the sequence number the sender's first DATA/FLOW/BYE will carry */
-    uint32_t flags;     /* 0 */
+    uint32_t token;     /* the sender's token for the session: short DATA to it carries it */
     uint64_t reserved;  /* 0 */
     uint64_t mac;       /* SipHash-2-4(job key, header with crc 0 + this payload with mac 0) */
 };
@@ -144,6 +170,10 @@ struct fm_wire_ack {
 };
 
 _Static_assert(sizeof(struct fm_wire_hdr) == 48, "header is 48 bytes");
+_Static_assert(sizeof(struct fm_wire_short) == 24, "short header is 24 bytes");
+_Static_assert(offsetof(struct fm_wire_short, seq) + 24 == offsetof(struct fm_wire_hdr, seq) &&
+                   offsetof(struct fm_wire_short, rail) + 24 == offsetof(struct fm_wire_hdr, rail),
+               "a short header's seq, ack, len and rail lie under the full header's");
 _Static_assert(sizeof(struct fm_wire_hello) == 32, "hello is 32 bytes");
 _Static_assert(sizeof(struct fm_wire_data) == 16, "data header is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_flow) == 16, "flow is 16 bytes");
@@ -151,6 +181,9 @@ _Static_assert(sizeof(struct fm_wire_credit) == 16, "credit is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_flow_end) == 8, "flow end is 8 bytes");
 _Static_assert(sizeof(struct fm_wire_ack) == 16, "ack is 16 bytes");
 _Static_assert(sizeof(struct fm_wire_sack) == 8, "sack is 8 bytes");
+
+/* Bytes the short header saves. */
+#define FM_WIRE_SHORT_SAVING (sizeof(struct fm_wire_hdr) - sizeof(struct fm_wire_short))
 
 /* Largest datagram: a UDP payload over IPv4. */
 #define FM_WIRE_MAX 65507u
@@ -177,14 +210,18 @@ enum fm_drop {
 /* Names of the drop reasons, for counters and logs. */
 extern const char *const fm_drop_names[FM_DROP_COUNT];
 
-/* The CRC of a packet's first len bytes (at least its header), its CRC
- * field counted as zero: the whole packet's is what the header carries. */
-uint32_t fm_wire_crc_prefix(const void *pkt, size_t len);
+/* The CRC of a packet's first len bytes (at least its header, of hdr_len
+ * bytes), its CRC field counted as zero: the whole packet's is what the
+ * header carries. */
+uint32_t fm_wire_crc_prefix(const void *pkt, size_t hdr_len, size_t len);
 
 /* Copies a packet's first n bytes (its header, and maybe more) to out as
- * its CRC covers them: with the CRC field zero. */
+ * its CRC covers them: with the CRC field zero (at the same place in both
+ * headers). */
 static inline void fm_wire_crc_view(unsigned char *out, const void *pkt, size_t n)
 {
+    _Static_assert(offsetof(struct fm_wire_hdr, crc) == offsetof(struct fm_wire_short, crc),
+                   "both headers have their CRC at the same place");
     memcpy(out, pkt, n);
     memset(out + offsetof(struct fm_wire_hdr, crc), 0, sizeof(((struct fm_wire_hdr *)0)->crc));
 }
@@ -196,9 +233,25 @@ static inline void fm_wire_crc_view(unsigned char *out, const void *pkt, size_t 
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
                            uint32_t rank, uint32_t size);
 
+/* What a short DATA must satisfy before its token is looked up: size,
+ * version, checksum, flags. Returns FM_DROP_NONE or the reason to drop it. */
+enum fm_drop fm_wire_check_short(const void *pkt, size_t len);
+
 /* Fills in the length and checksum of a packet: header h, followed in
  * memory by its sub_len bytes of sub-header, then the payload's pieces. */
 void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n);
+
+/* Turns full DATA header h, sealed or not, into the short one with token
+ * (written over its second half, where fm_wire_short_of finds it) and
+ * seals that: length and checksum. Sealing it again gives the same bytes. */
+void fm_wire_seal_short(struct fm_wire_hdr *h, uint32_t token, size_t sub_len,
+                        const struct iovec *payload, int n);
+
+/* Where the short header written over full header h starts. */
+static inline void *fm_wire_short_of(struct fm_wire_hdr *h)
+{
+    return (unsigned char *)h + FM_WIRE_SHORT_SAVING;
+}
 
 /* The job tag of a job key: SipHash-2-4(key, "fastmsg job tag"). */
 uint64_t fm_wire_job_tag(const uint8_t key[16]);
@@ -218,10 +271,13 @@ static inline int fm_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 
 static inline size_t fm_wire_packet_len(const unsigned char *p, size_t n)
 {
     uint16_t len;
-    if (n < sizeof(struct fm_wire_hdr))
+    int brief = n >= 2 && p[1] == FM_OP_DATA_SHORT;
+    size_t hdr = brief ? sizeof(struct fm_wire_short) : sizeof(struct fm_wire_hdr);
+    if (n < hdr)
         return n;
-    memcpy(&len, p + offsetof(struct fm_wire_hdr, len), sizeof(len));
-    size_t m = sizeof(struct fm_wire_hdr) + len;
+    size_t at = brief ? offsetof(struct fm_wire_short, len) : offsetof(struct fm_wire_hdr, len);
+    memcpy(&len, p + at, sizeof(len));
+    size_t m = hdr + len;
     return m <= n ? m : n;
 }
 

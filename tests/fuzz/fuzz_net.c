@@ -5,8 +5,9 @@
  * two engines set up a session and exchange a little data, so the packets
  * meet an established session with a flow. A chunk whose first byte is odd
  * is "repaired" first (version, job tag, ranks, epochs, length, CRC made
- * valid), so mutations reach the session logic instead of stopping at the
- * checksum. FUZZ_DUMP_SEEDS=dir writes the setup's packets as seeds.
+ * valid; under the short header of DATA, the token the setup's DATA
+ * carried), so mutations reach the session logic instead of stopping at
+ * the checksum. FUZZ_DUMP_SEEDS=dir writes the setup's packets as seeds.
  */
 #include "core/crc32c.h"
 #include "net/engine.h"
@@ -78,6 +79,7 @@ static struct fm_net *make(int rank)
 }
 
 static int seeds_written;
+static uint32_t token; /* the receiver's, from the setup's short DATA */
 
 /* Moves all output of `from` into `to`; returns packets moved. */
 static int pump(struct fm_net *from, struct fm_net *to, uint64_t now)
@@ -105,10 +107,27 @@ static int pump(struct fm_net *from, struct fm_net *to, uint64_t now)
                 fclose(f);
             }
         }
+        if (len >= sizeof(struct fm_wire_short) && buf[1] == FM_OP_DATA_SHORT)
+            memcpy(&token, buf + offsetof(struct fm_wire_short, token), sizeof(token));
         struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 7000};
         fm_net_input(to, buf, len, 0, &src, now);
     }
     return n;
+}
+
+/* Makes a chunk under the short header pass the checks of the receiver. */
+static void repair_short(unsigned char *p, size_t len)
+{
+    struct fm_wire_short h;
+    memcpy(&h, p, sizeof(h));
+    h.version = FM_WIRE_VERSION;
+    h.token = token;
+    h.flags &= FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT;
+    h.len = (uint16_t)(len - sizeof(h));
+    h.crc = 0;
+    memcpy(p, &h, sizeof(h));
+    h.crc = fm_crc32c(0, p, len);
+    memcpy(p, &h, sizeof(h));
 }
 
 /* Makes a chunk pass the header checks of `to`. */
@@ -160,7 +179,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         len = len < sizeof(buf) ? len : sizeof(buf);
         memcpy(buf, data + off, len);
         off += len;
-        if (len >= sizeof(struct fm_wire_hdr) && (buf[0] & 1))
+        if (len >= sizeof(struct fm_wire_short) && (buf[0] & 1) && buf[1] == FM_OP_DATA_SHORT)
+            repair_short(buf, len);
+        else if (len >= sizeof(struct fm_wire_hdr) && (buf[0] & 1))
             repair(buf, len, tag, buf[1]);
         /* Any rail, also one that does not exist (taken as rail 0); the
          * chunk is a datagram, split into packets as the UDP link does. */
