@@ -29,6 +29,19 @@ uint32_t fm_wire_crc_prefix(const void *pkt, size_t hdr_len, size_t len)
     return fm_crc32c(fm_crc32c(0, h, hdr_len), (const char *)pkt + hdr_len, len - hdr_len);
 }
 
+/* What either header must satisfy: its version, its length, its CRC. */
+static enum fm_drop check_sealed(const void *pkt, size_t len, size_t hdr_len, uint8_t version,
+                                 uint16_t payload_len, uint32_t crc)
+{
+    if (version != FM_WIRE_VERSION)
+        return FM_DROP_VERSION;
+    if (hdr_len + payload_len != len)
+        return FM_DROP_SHORT;
+    if (fm_wire_crc_prefix(pkt, hdr_len, len) != crc)
+        return FM_DROP_CRC;
+    return FM_DROP_NONE;
+}
+
 enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t domain,
                            uint32_t rank, uint32_t size)
 {
@@ -36,12 +49,9 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
     if (len < sizeof(h))
         return FM_DROP_SHORT;
     memcpy(&h, pkt, sizeof(h));
-    if (h.version != FM_WIRE_VERSION)
-        return FM_DROP_VERSION;
-    if (sizeof(h) + h.len != len)
-        return FM_DROP_SHORT;
-    if (fm_wire_crc_prefix(pkt, sizeof(h), len) != h.crc)
-        return FM_DROP_CRC;
+    enum fm_drop why = check_sealed(pkt, len, sizeof(h), h.version, h.len, h.crc);
+    if (why)
+        return why;
     if (h.job == job) {
         if (h.dst_rank != rank || h.src_rank >= size)
             return FM_DROP_MISDIRECTED;
@@ -62,12 +72,9 @@ enum fm_drop fm_wire_check_short(const void *pkt, size_t len)
     if (len < sizeof(h) + sizeof(struct fm_wire_data))
         return FM_DROP_SHORT;
     memcpy(&h, pkt, sizeof(h));
-    if (h.version != FM_WIRE_VERSION)
-        return FM_DROP_VERSION;
-    if (sizeof(h) + h.len != len)
-        return FM_DROP_SHORT;
-    if (fm_wire_crc_prefix(pkt, sizeof(h), len) != h.crc)
-        return FM_DROP_CRC;
+    enum fm_drop why = check_sealed(pkt, len, sizeof(h), h.version, h.len, h.crc);
+    if (why)
+        return why;
     if (h.flags & ~(FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT))
         return FM_DROP_OPCODE;
     return FM_DROP_NONE;
