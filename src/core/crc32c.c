@@ -327,13 +327,11 @@ uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const v
     return fm_crc32c_copy(fm_crc32c(crc, head, 64), dst, src, len);
 }
 
-uint32_t fm_crc32c_head(unsigned char block[64], const void *head, size_t n)
+uint32_t fm_crc32c_pad_start(size_t pad)
 {
     if (__builtin_expect(hw < 0, 0))
         init();
-    memset(block, 0, 64 - n);
-    memcpy(block + 64 - n, head, n);
-    return head_start[64 - n];
+    return head_start[pad];
 }
 
 const char *fm_crc32c_method(void)

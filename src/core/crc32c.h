@@ -22,11 +22,11 @@ uint32_t fm_crc32c_after(uint32_t crc, const void *head, const void *data, size_
 uint32_t fm_crc32c_copy_after(uint32_t crc, const void *head, void *dst, const void *src,
                               size_t len);
 
-/* Lays a head of 1 to 64 bytes at the end of a 64-byte block, zeros before
- * it, and returns the CRC to start from so that the block counts as the
- * head alone: fm_crc32c_after(that, block, data, len) is the CRC32C of the
- * head and then the data (shorter headers fold as one block too). */
-uint32_t fm_crc32c_head(unsigned char block[64], const void *head, size_t n);
+/* The CRC to start a 64-byte head from whose first pad (< 64) bytes are
+ * zeros that do not count: with a block of pad zeros and then n = 64 - pad
+ * bytes of head, fm_crc32c_after(that, block, data, len) is the CRC32C of
+ * those n bytes and then the data (shorter headers fold as one block too). */
+uint32_t fm_crc32c_pad_start(size_t pad);
 
 /* How this CPU computes it, in words (for fm_info). */
 const char *fm_crc32c_method(void);

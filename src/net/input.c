@@ -217,10 +217,12 @@ static int place_checked(struct fm_rxflow *f, const unsigned char *pkt, size_t l
     /* The headers as they were sealed, CRC field 0, as one block (full
      * ones are 64 bytes, short ones go after zeros): the CRC of the whole
      * packet then folds in one pass with the copy. */
-    unsigned char view[sizeof(*h) + sizeof(*d)], hdrs[64];
-    size_t n = hlen + sizeof(*d);
-    fm_wire_crc_view(view, pkt, n);
-    uint32_t crc = fm_crc32c_head(hdrs, view, n);
+    unsigned char hdrs[sizeof(*h) + sizeof(*d)];
+    _Static_assert(sizeof(hdrs) == 64, "a DATA packet's full headers are one block");
+    size_t n = hlen + sizeof(*d), pad = sizeof(hdrs) - n;
+    memset(hdrs, 0, pad);
+    fm_wire_crc_view(hdrs + pad, pkt, n);
+    uint32_t crc = fm_crc32c_pad_start(pad);
     if (fm_flow_rx_place_crc(f, d->pos, pkt + n, len - n, hdrs, &crc) != 0)
         return 0;
     return crc == h->crc ? 1 : -1;
@@ -242,8 +244,8 @@ static struct fm_session *session_of(const struct fm_net *net, const struct fm_w
  * Reads the header of the packet at pkt into h. A short DATA's is made
  * full from the session its token names, *s (NULL: none, or flags a short
  * header cannot have, and h is left alone); a full one is copied, and *s
- * is NULL. Returns the header's
- * length on the wire, 0 if the packet is shorter than that.
+ * is NULL. Returns the header's length on the wire, 0 if the packet is
+ * shorter than that.
  */
 static size_t read_hdr(const struct fm_net *net, const unsigned char *pkt, size_t len,
                        struct fm_wire_hdr *h, struct fm_session **s)
@@ -253,7 +255,7 @@ static size_t read_hdr(const struct fm_net *net, const unsigned char *pkt, size_
         struct fm_wire_short b;
         memcpy(&b, pkt, sizeof(b));
         struct fm_session *t = fm_session_by_token(net, b.token);
-        if (!t || (b.flags & ~(FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT)))
+        if (!t || (b.flags & ~FM_SHORT_FLAGS))
             return sizeof(b); /* fm_wire_check_short or the token drops it */
         /* Written as six words: the checks that follow read fields two
          * at a time, and a load that spans stores of different fields

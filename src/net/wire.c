@@ -75,7 +75,7 @@ enum fm_drop fm_wire_check_short(const void *pkt, size_t len)
     enum fm_drop why = check_sealed(pkt, len, sizeof(h), h.version, h.len, h.crc);
     if (why)
         return why;
-    if (h.flags & ~(FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT))
+    if (h.flags & ~FM_SHORT_FLAGS)
         return FM_DROP_OPCODE;
     return FM_DROP_NONE;
 }
@@ -87,9 +87,15 @@ static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec
     /* A DATA packet's headers (64 bytes, 40 under the short header) fold
      * into the payload's CRC as one block instead of a chain of their own. */
     int folded = head_len <= 64 && n > 0;
+    size_t pad = 64 - head_len;
     unsigned char block[64];
-    uint32_t crc = folded ? fm_crc32c_after(fm_crc32c_head(block, head, head_len), block,
-                                            payload[0].iov_base, payload[0].iov_len)
+    if (folded && pad) {
+        memset(block, 0, pad);
+        memcpy(block + pad, head, head_len);
+        head = block;
+    }
+    uint32_t crc = folded ? fm_crc32c_after(fm_crc32c_pad_start(pad), head, payload[0].iov_base,
+                                            payload[0].iov_len)
                           : fm_crc32c(0, head, head_len);
     for (int i = folded; i < n; i++)
         crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);

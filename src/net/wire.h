@@ -55,6 +55,8 @@ enum fm_wire_op {
                                     sender's own, since a flow is never 4 GiB ahead) */
 #define FM_HDR_SIDE_PORT 0x0008u /* sent from a socket of its own, connected to the receiver:
                                     its source port is not the sender's address */
+/* The flags a short DATA header may have. */
+#define FM_SHORT_FLAGS (FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT)
 
 /* Every packet starts with this (48 bytes). */
 struct fm_wire_hdr {
@@ -90,7 +92,7 @@ struct fm_wire_hdr {
 struct fm_wire_short {
     uint8_t version;   /* FM_WIRE_VERSION */
     uint8_t op;        /* FM_OP_DATA_SHORT */
-    uint16_t flags;    /* FM_HDR_ACK_VALID, FM_HDR_SIDE_PORT */
+    uint16_t flags;    /* FM_SHORT_FLAGS only */
     uint32_t crc;      /* CRC32C of the whole packet, computed with this field 0 */
     uint32_t seq;      /* sequence number */
     uint32_t ack;      /* with FM_HDR_ACK_VALID: next sequence number expected */

@@ -122,7 +122,7 @@ static void repair_short(unsigned char *p, size_t len)
     memcpy(&h, p, sizeof(h));
     h.version = FM_WIRE_VERSION;
     h.token = token;
-    h.flags &= FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT;
+    h.flags &= FM_SHORT_FLAGS;
     h.len = (uint16_t)(len - sizeof(h));
     h.crc = 0;
     memcpy(p, &h, sizeof(h));
