@@ -40,8 +40,9 @@
 
 struct rank {
     pid_t pid;
-    int status;   /* from waitpid, valid once exited */
-    int exited;
+    int status;   /* from waitpid, valid once reaped */
+    int reaped;   /* waitpid returned it */
+    int exited;   /* and rank_exited handled it */
     int out_fd;   /* --tag-output: read ends of its stdout and stderr */
     int err_fd;
     char *out_part; /* an unfinished line of output */
@@ -724,9 +725,19 @@ static void handle_signals(struct job *j, int sfd, long long now)
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
         for (int i = 0; i < j->o->n; i++)
             if (j->ranks[i].pid == pid) {
-                rank_exited(j, i, st, now);
+                j->ranks[i].status = st;
+                j->ranks[i].reaped = 1;
                 break;
             }
+    /* Ranks killed by a signal first: when one dies and a survivor ends
+     * over it before fmrun wakes, the dead one is the job's failure, and
+     * the first failure is the one reported. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < j->o->n; i++) {
+            struct rank *r = &j->ranks[i];
+            if (r->reaped && !r->exited && (pass || WIFSIGNALED(r->status)))
+                rank_exited(j, i, r->status, now);
+        }
 }
 
 /*
