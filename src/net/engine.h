@@ -78,6 +78,7 @@ struct fm_txflow {
     uint8_t end_sent;        /* FLOW_END has a sequence number: end_seq */
     uint8_t done;            /* ended and acknowledged: freed when refs drops to 0 */
     uint8_t pinned;          /* an fm_send_prepare grant points into the ring */
+    uint8_t stopped;         /* its receiver asked it to stop: its FLOW_END may wait */
     uint32_t end_seq;
     uint32_t live_idx;       /* its place among the session's live flows */
     uint32_t birth;          /* order of creation in its session (announce_waits) */

@@ -541,6 +541,65 @@ static void test_bye(void)
     CHECK_EQ(fm_net_unacked(sides[0].net), 0);
 }
 
+/* Packets in the datagrams of one output of `from` (the link bundles
+ * them): how many were sequenced FLOW_ENDs. */
+static int flow_ends_out(int from, int *total)
+{
+    int before = nqueue;
+    *total = pump_out(from, 1);
+    int ends = 0;
+    for (int i = before; i < nqueue; i++)
+        ends += queue[i].data[1] == FM_OP_FLOW_END;
+    return ends;
+}
+
+/* A flow its receiver stopped (the endpoint closed) ends without a datagram
+ * of its own: its FLOW_END rides with the sender's next data, ahead of it,
+ * or with the delayed ACK, and no later than that. */
+static void test_stop_rides(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_txflow *f, *g, *h;
+    uint64_t sent = 0;
+    CHECK_RC(fm_net_flow(sides[1].net, 0, 2, 1, &g), 0);
+    write_msg(sides[1].net, g, 100, 31, &sent);
+    exchange(3, 10000);
+    CHECK_EQ(sides[0].nrx, 1);
+    exchange(40, 10000); /* past the delayed ACK: nothing owed */
+    /* A closes the endpoint g feeds: A asks B to stop it. */
+    fm_net_orphan(sides[0].net, sides[0].rx[0]);
+    pump_out(0, 1);
+    deliver_all();
+    int total;
+    CHECK_EQ(flow_ends_out(1, &total), 0);
+    CHECK(!g->end_sent);
+    /* B's answer on a new flow carries the end, first. */
+    CHECK_RC(fm_net_flow(sides[1].net, 0, 3, 1, &h), 0);
+    write_msg(sides[1].net, h, 100, 32, &sent);
+    CHECK_EQ(flow_ends_out(1, &total), 1);
+    CHECK(g->end_sent && total >= 3); /* FLOW_END, FLOW, DATA */
+    deliver_all();
+    exchange(40, 10000);
+    /* With nothing to send, the end goes with the delayed ACK. */
+    CHECK_RC(fm_net_flow(sides[1].net, 0, 4, 1, &f), 0);
+    write_msg(sides[1].net, f, 100, 33, &sent);
+    exchange(40, 10000);
+    CHECK_EQ(sides[0].nrx, 3);
+    fm_net_orphan(sides[0].net, sides[0].rx[2]);
+    pump_out(0, 1);
+    deliver_all();
+    CHECK_EQ(flow_ends_out(1, &total), 0);
+    now += 100000;
+    CHECK_EQ(flow_ends_out(1, &total), 0);
+    now += 150000; /* past ack_delay_ns */
+    CHECK_EQ(flow_ends_out(1, &total), 1);
+    CHECK(f->end_sent && total == 1); /* it carries the acknowledgement */
+    deliver_all();
+    exchange(40, 10000);
+    CHECK_EQ(fm_net_unacked(sides[1].net), 0);
+}
+
 static void test_bad_packets(void)
 {
     reset();
@@ -633,6 +692,7 @@ int main(void)
     test_rails();
     test_silence();
     test_bye();
+    test_stop_rides();
     test_bad_packets();
     for (int i = 0; i < 2; i++)
         fm_net_free(sides[i].net);

@@ -48,8 +48,15 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
     case FM_OP_FLOW_STOP: {
         struct fm_wire_flow_end e;
         memcpy(&e, pl, sizeof(e));
-        if (e.flow < s->txf_cap && s->txf[e.flow] && !s->txf[e.flow]->done)
-            fm_net_flow_end(net, s->txf[e.flow]);
+        struct fm_txflow *f = e.flow < s->txf_cap ? s->txf[e.flow] : NULL;
+        if (f && !f->done && !f->ending) {
+            /* Nobody waits for this flow's end: it rides with what the
+             * session sends next (stopped_ends). */
+            f->stopped = 1;
+            if (!s->t_ends_due)
+                s->t_ends_due = 1;
+            fm_net_flow_end(net, f);
+        }
         return FM_DROP_NONE;
     }
     default: /* FM_OP_BYE: everything before it is delivered */

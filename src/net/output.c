@@ -299,6 +299,16 @@ static uint32_t data_room(const struct fm_net *net, const struct fm_session *s)
     return net->p.payload + (s->peer_token ? (uint32_t)FM_WIRE_SHORT_SAVING : 0);
 }
 
+/* Sequences and builds f's FLOW_END in p. */
+static int flow_end(struct fm_net *net, struct fm_session *s, struct fm_txflow *f,
+                    struct fm_pkt_out *p, uint64_t now)
+{
+    f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
+    emit(net, s, f->end_seq, p, now);
+    f->end_sent = 1;
+    return 1;
+}
+
 /* One pass of new_data over the live flows, from pkts[n]; returns the new
  * n. *waited: a flow waited for an earlier one; *announced: a FLOW went. */
 static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
@@ -337,11 +347,9 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
             emit(net, s, q, &pkts[n++], now);
             f->sent += len;
         }
-        if (f->ending && f->complete == f->sent && n < max && window_open(net, s)) {
-            f->end_seq = sequence(s, FM_OP_FLOW_END, f->id, 0, 0, now);
-            emit(net, s, f->end_seq, &pkts[n++], now);
-            f->end_sent = 1;
-        }
+        if (f->ending && !f->stopped && f->complete == f->sent && n < max &&
+            window_open(net, s))
+            n += flow_end(net, s, f, &pkts[n], now);
     }
     return n;
 }
@@ -375,6 +383,47 @@ static int flow_stops(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         }
     }
     return n;
+}
+
+/*
+ * The FLOW_ENDs of flows the receiver stopped (its endpoint closed): no one
+ * waits for them, so they ride with the session's next packets, the
+ * program's reply or the delayed ACK, instead of a datagram of their own on
+ * the way of that reply (in a connection per message, the server's end of
+ * the last connection went just before its answer to the next). By
+ * t_ends_due at the latest.
+ */
+static int stopped_ends(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
+                        int max, uint64_t now)
+{
+    int n = 0, waiting = 0;
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        if (!f->stopped || f->end_sent)
+            continue;
+        scan_complete(f, f->ring.size);
+        if (f->complete == f->sent && n < max && window_open(net, s))
+            n += flow_end(net, s, f, &pkts[n], now);
+        else
+            waiting = 1;
+    }
+    if (!waiting)
+        s->t_ends_due = 0;
+    else if (now >= s->t_ends_due) /* data or the window holds them: look again later */
+        s->t_ends_due = now + net->p.ack_delay_ns;
+    return n;
+}
+
+/* Whether a flow the receiver did not stop has a FLOW or data to send. */
+static int data_waits(struct fm_session *s)
+{
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct fm_txflow *f = s->live[i];
+        scan_complete(f, f->ring.size);
+        if (!f->stopped && (!f->announced || f->complete > f->sent))
+            return 1;
+    }
+    return 0;
 }
 
 /* Our goodbye, once every flow's data has gone before it. */
@@ -421,6 +470,14 @@ static int rail_probes(struct fm_net *net, struct fm_session *s, struct fm_pkt_o
     return n;
 }
 
+/* Whether the session's acknowledgement goes now, in a packet of its own if
+ * nothing else carries it. */
+static int ack_goes(const struct fm_session *s, int ack_waits, uint64_t now)
+{
+    return s->ack_now || s->credit_due || (s->ack_soon && !ack_waits) ||
+           ((s->unacked || s->credit_owed) && now >= s->t_ack_due);
+}
+
 /* Fills packets for one session; returns how many, and in *again whether
  * it wants the next output as well. */
 static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
@@ -446,23 +503,30 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     n += retransmit(net, s, pkts + n, max - n, now);
     int hold;
     n += status_query(net, s, pkts + n, max - n, now, &hold);
+    /* Flows' stops and ends go ahead of new data: small packets that share
+     * its first datagram, where after it they would take one of their own. */
+    n += flow_stops(net, s, pkts + n, max - n, now);
+    if (s->t_ends_due == 1)
+        s->t_ends_due = now + net->p.ack_delay_ns;
+    if (s->t_ends_due && !hold && data_waits(s))
+        n += stopped_ends(net, s, pkts + n, max - n, now);
     if (!hold)
         n += new_data(net, s, pkts + n, max - n, flush, now);
-    n += flow_stops(net, s, pkts + n, max - n, now);
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;
-    n += bye(net, s, pkts + n, max - n, now);
-    /* An acknowledgement of its own: for gaps, credits, or after enough. */
-    if (s->t_ack_due == 1)
-        s->t_ack_due = now + net->p.ack_delay_ns;
-    n += rail_probes(net, s, pkts + n, max - n, now);
-    /* (Not on flush: a reply about to be sent carries the acknowledgement.)
+    /* An acknowledgement of its own: for gaps, credits, or after enough.
+     * (Not on flush: a reply about to be sent carries the acknowledgement.)
      * An ACK that is only soon waits one more output while its data is
      * fresh or its message incomplete: the session stays pending for it. */
+    if (s->t_ack_due == 1)
+        s->t_ack_due = now + net->p.ack_delay_ns;
     int ack_waits = s->ack_soon && (s->rx_fresh || s->rx_open);
     s->rx_fresh = 0;
-    if (n < max && (s->ack_now || s->credit_due || (s->ack_soon && !ack_waits) ||
-                    ((s->unacked || s->credit_owed) && now >= s->t_ack_due)))
+    if (s->t_ends_due && (n || s->bye_due || now >= s->t_ends_due || ack_goes(s, ack_waits, now)))
+        n += stopped_ends(net, s, pkts + n, max - n, now);
+    n += bye(net, s, pkts + n, max - n, now);
+    n += rail_probes(net, s, pkts + n, max - n, now);
+    if (n < max && ack_goes(s, ack_waits, now))
         build_ack(net, s, &pkts[n++]);
     *again = s->ack_soon;
     if (n)

@@ -299,7 +299,7 @@ void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
     uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
     if (now - s->t_last_tx >= ping_every ||
         ((s->unacked || s->credit_owed) && now >= s->t_ack_due) ||
-        s->credit_due)
+        (s->t_ends_due > 1 && now >= s->t_ends_due) || s->credit_due)
         mark_pending(net, s);
 }
 
@@ -316,6 +316,8 @@ uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *
         d = FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto; /* the credit check */
     if ((s->unacked || s->credit_owed) && s->t_ack_due > 1)
         d = FM_MIN(d, s->t_ack_due);
+    if (s->t_ends_due > 1)
+        d = FM_MIN(d, s->t_ends_due);
     d = FM_MIN(d, s->t_last_tx + net->p.timeout_ns / PINGS_PER_TIMEOUT);
     if (s->t_last_rx)
         d = FM_MIN(d, s->t_last_rx + net->p.timeout_ns + 1);

@@ -183,6 +183,7 @@ struct fm_session {
     uint32_t nheld;
     uint32_t unacked;      /* received since our last acknowledgement */
     uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
+    uint64_t t_ends_due;   /* when FLOW_ENDs of stopped flows must go (1: at the next output) */
 
     struct fm_txflow **txf; /* by id (ids are reused once a flow is freed) */
     uint32_t txf_cap;
