@@ -38,8 +38,8 @@ static int kill_round = -1, revive_round = -1;
 /* Per engine: what the upcalls saw. */
 struct side {
     struct fm_net *net;
-    struct fm_rxflow *rx[8];
-    uint64_t rd[8]; /* read position in each */
+    struct fm_rxflow *rx[64];
+    uint64_t rd[64]; /* read position in each */
     int nrx;
     int gone_state;
     int gone_rank;
@@ -50,6 +50,7 @@ static void up_flow_new(void *core, struct fm_rxflow *f, int src)
 {
     struct side *sd = core;
     (void)src;
+    CHECK(sd->nrx < 64);
     sd->rx[sd->nrx++] = f;
 }
 static void up_delivered(void *core, struct fm_rxflow *f)
@@ -600,6 +601,39 @@ static void test_stop_rides(void)
     CHECK_EQ(fm_net_unacked(sides[1].net), 0);
 }
 
+/* More flows stopped at once than the list of stops holds: each still asks
+ * its sender to stop, once; one that ended before its turn does not. */
+static void test_many_stops(void)
+{
+    reset();
+    use_faults = 0;
+    enum { N = 48 }; /* three times FM_STOPS_MAX */
+    struct fm_txflow *g[N];
+    uint64_t sent = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK_RC(fm_net_flow(sides[1].net, 0, 100 + (uint32_t)i, 1, &g[i]), 0);
+        write_msg(sides[1].net, g[i], 10, 41, &sent);
+    }
+    exchange(40, 10000);
+    CHECK_EQ(sides[0].nrx, N);
+    for (int i = 0; i < N; i++)
+        fm_net_orphan(sides[0].net, sides[0].rx[i]);
+    int stops = 0, total;
+    for (int k = 0; k < 10; k++) {
+        int before = nqueue;
+        pump_out(0, 1);
+        for (int i = before; i < nqueue; i++)
+            stops += queue[i].data[1] == FM_OP_FLOW_STOP;
+        deliver_all();
+        flow_ends_out(1, &total);
+        deliver_all();
+        now += 10000;
+    }
+    CHECK_EQ(stops, N);
+    for (int i = 0; i < N; i++)
+        CHECK(g[i]->end_sent);
+}
+
 static void test_bad_packets(void)
 {
     reset();
@@ -693,6 +727,7 @@ int main(void)
     test_silence();
     test_bye();
     test_stop_rides();
+    test_many_stops();
     test_bad_packets();
     for (int i = 0; i < 2; i++)
         fm_net_free(sides[i].net);

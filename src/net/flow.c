@@ -481,13 +481,30 @@ void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
     mark_pending(net, s);
 }
 
+void fm_flow_stop_due(struct fm_session *s, struct fm_rxflow *f)
+{
+    if (s->nstops < FM_STOPS_MAX)
+        s->stops[s->nstops++] = f->id;
+    else
+        s->stops_lost = 1;
+}
+
+void fm_flow_stops_rescan(struct fm_session *s)
+{
+    s->stops_lost = 0;
+    s->nstops = 0;
+    for (uint32_t i = 0; i < s->rxf_cap && !s->stops_lost; i++)
+        if (s->rxf[i] && s->rxf[i]->stop_due)
+            fm_flow_stop_due(s, s->rxf[i]);
+}
+
 void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
 {
     f->orphan = 1;
     f->owner = NULL;
     if (!f->stop_due && f->s->state == S_UP) {
         f->stop_due = 1;
-        f->s->nstops++;
+        fm_flow_stop_due(f->s, f);
     }
     /* Whatever was in the ring is released with it. */
     __atomic_store_n(&f->ctl.head, f->wpos, __ATOMIC_RELEASE);

@@ -373,14 +373,16 @@ static int flow_stops(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
                       uint64_t now)
 {
     int n = 0;
-    for (uint32_t i = 0; s->nstops && i < s->rxf_cap && n < max && window_open(net, s); i++) {
-        struct fm_rxflow *f = s->rxf[i];
-        if (f && f->orphan && !f->ended && f->stop_due) {
-            uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
-            emit(net, s, q, &pkts[n++], now);
-            f->stop_due = 0;
-            s->nstops--;
-        }
+    if (s->stops_lost)
+        fm_flow_stops_rescan(s);
+    while (s->nstops && n < max && window_open(net, s)) {
+        uint32_t id = s->stops[--s->nstops];
+        struct fm_rxflow *f = id < s->rxf_cap ? s->rxf[id] : NULL;
+        if (!f || !f->orphan || f->ended || !f->stop_due)
+            continue; /* it ended meanwhile */
+        uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
+        emit(net, s, q, &pkts[n++], now);
+        f->stop_due = 0;
     }
     return n;
 }

@@ -31,6 +31,7 @@
  * whose ACKs go every ACK_EVERY (a sender on several rails dispatches by
  * them). */
 #define ACK_DEFER_MAX 64
+#define FM_STOPS_MAX 16
 /* owed_flow when more than one flow owes credit: the next ACK carries it. */
 #define FM_FLOW_MANY UINT32_MAX
 /* Heartbeats per timeout: an idle session pings this often. */
@@ -194,7 +195,12 @@ struct fm_session {
     int nending;            /* live flows waiting for their FLOW_END to be acknowledged */
     struct fm_rxflow **rxf; /* by the sender's flow id; NULL once ended */
     uint32_t rxf_cap;
-    int nstops;             /* receiving flows that must ask their sender to stop */
+    /* Receiving flows that must ask their sender to stop, by id (a flow
+     * that ended meanwhile is skipped); beyond FM_STOPS_MAX, stops_lost
+     * makes the next output look through rxf. */
+    uint32_t stops[FM_STOPS_MAX];
+    uint32_t nstops;
+    uint8_t stops_lost;
 };
 
 struct fm_net {
@@ -433,6 +439,10 @@ int fm_flow_rx_place(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, 
  * at hdrs, then over the bytes as they are copied. */
 int fm_flow_rx_place_crc(struct fm_rxflow *f, uint64_t pos, const unsigned char *b, size_t len,
                          const void *hdrs, uint32_t *crc);
+/* Receiving flow f must ask its sender to stop: into s's list of stops. */
+void fm_flow_stop_due(struct fm_session *s, struct fm_rxflow *f);
+/* Rebuilds that list from the flows, after it overflowed. */
+void fm_flow_stops_rescan(struct fm_session *s);
 /* Asks the peer again for credit it may have sent and lost. */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* Large rings of s's flows unused for a while make way for small ones. */
