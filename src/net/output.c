@@ -309,10 +309,38 @@ static int flow_end(struct fm_net *net, struct fm_session *s, struct fm_txflow *
     return 1;
 }
 
+/* No packets but small ones ahead of DATA in this output (see first_cut). */
+#define NO_LEAD UINT32_MAX
+
+/*
+ * The first DATA after `lead` bytes of small packets (a FLOW, stops and
+ * ends) for the same datagram, when they and a full packet of data would
+ * not fit one: cut so that together they are exactly a full packet, which
+ * the link then sends as the first segment of the GSO send of the data
+ * after it (udp.c) instead of a datagram of its own. len: the data a
+ * packet takes; returns the cut length, or len.
+ */
+static uint64_t first_cut(const struct fm_net *net, const struct fm_session *s, uint32_t lead,
+                          uint64_t len)
+{
+    if (lead == 0 || lead == NO_LEAD)
+        return len;
+    /* A credit rides on a DATA shorter than a packet, under the full header. */
+    size_t hdr = s->peer_token && !s->credit_owed ? sizeof(struct fm_wire_short)
+                                                   : sizeof(struct fm_wire_hdr);
+    size_t full = sizeof(struct fm_wire_hdr) + sizeof(struct fm_wire_data) + net->p.payload;
+    size_t used = lead + hdr + sizeof(struct fm_wire_data);
+    if (used + len <= full || used + 8 > full || (full - used) & 7)
+        return len;
+    return full - used;
+}
+
 /* One pass of new_data over the live flows, from pkts[n]; returns the new
- * n. *waited: a flow waited for an earlier one; *announced: a FLOW went. */
+ * n. *waited: a flow waited for an earlier one; *announced: a FLOW went;
+ * *lead: bytes of small packets ahead in this output (first_cut). */
 static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
-                         int n, int max, int flush, uint64_t now, int *waited, int *announced)
+                         int n, int max, int flush, uint64_t now, int *waited, int *announced,
+                         uint32_t *lead)
 {
     uint32_t nlive = s->nlive;
     for (uint32_t k = 0; k < nlive && n < max && window_open(net, s); k++) {
@@ -325,7 +353,10 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                 continue;
             }
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
-            emit(net, s, q, &pkts[n++], now);
+            emit(net, s, q, &pkts[n], now);
+            if (*lead != NO_LEAD)
+                *lead += (uint32_t)fm_pkt_len(&pkts[n]);
+            n++;
             f->announced = 1;
             *announced = 1;
         }
@@ -343,13 +374,18 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                          &s->gathering);
                 break;
             }
+            len = first_cut(net, s, *lead, len);
+            *lead = NO_LEAD;
             uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
             emit(net, s, q, &pkts[n++], now);
             f->sent += len;
         }
         if (f->ending && !f->stopped && f->complete == f->sent && n < max &&
-            window_open(net, s))
+            window_open(net, s)) {
             n += flow_end(net, s, f, &pkts[n], now);
+            if (*lead != NO_LEAD)
+                *lead += (uint32_t)fm_pkt_len(&pkts[n - 1]);
+        }
     }
     return n;
 }
@@ -358,14 +394,29 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
  * flows whose data has all gone. A pass repeats while a flow waited for an
  * earlier one that the pass announced. */
 static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
-                    int flush, uint64_t now)
+                    int flush, uint64_t now, uint32_t lead)
 {
     int n = 0, waited = 1, announced = 1;
     while (waited && announced && n < max) {
         waited = announced = 0;
-        n = new_data_pass(net, s, pkts, n, max, flush, now, &waited, &announced);
+        n = new_data_pass(net, s, pkts, n, max, flush, now, &waited, &announced, &lead);
     }
     return n;
+}
+
+/* The bytes of pkts[0..n) if they may share a datagram with DATA
+ * (first_cut): neither DATA nor a handshake or PING, which leave by
+ * another socket; else NO_LEAD. */
+static uint32_t small_lead(const struct fm_pkt_out *pkts, int n)
+{
+    uint32_t lead = 0;
+    for (int i = 0; i < n; i++) {
+        uint8_t op = pkts[i].hdr.op;
+        if (op == FM_OP_DATA || op == FM_OP_HELLO || op == FM_OP_HELLO_ACK || op == FM_OP_PING)
+            return NO_LEAD;
+        lead += (uint32_t)fm_pkt_len(&pkts[i]);
+    }
+    return lead;
 }
 
 /* Receiving flows whose endpoint closed ask their sender to stop. */
@@ -513,7 +564,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (s->t_ends_due && !hold && data_waits(s))
         n += stopped_ends(net, s, pkts + n, max - n, now);
     if (!hold)
-        n += new_data(net, s, pkts + n, max - n, flush, now);
+        n += new_data(net, s, pkts + n, max - n, flush, now, small_lead(pkts, n));
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;
     /* An acknowledgement of its own: for gaps, credits, or after enough.

@@ -368,6 +368,27 @@ static int send_flat(int fd, const struct msghdr *m)
     return r < 0 ? -1 : 1;
 }
 
+/* A bundle pkts[i..j) exactly as long as a full packet (the engine cut a
+ * new flow's first DATA so that it fits with the FLOW, stops and ends
+ * ahead of it) is the first segment of a GSO send of the full DATA after
+ * it: returns where that send ends, its length in *total. */
+static int gso_after_bundle(struct fm_pkt_out *const *pkts, int i, int j, int n, size_t *total)
+{
+    size_t full = *total;
+    int k = j;
+    for (; k < n && k - i < GSO_MAX_SEGMENTS; k++) {
+        const struct fm_pkt_out *p = pkts[k];
+        size_t len = fm_pkt_len(p);
+        if (p->hdr.op != FM_OP_DATA || p->raw || !same_dest(pkts[i], p) ||
+            from_card_port(p) != from_card_port(pkts[i]) ||
+            (k > j && fm_pkt_len(pkts[k - 1]) != full) || len > full ||
+            *total + len > GSO_MAX_BYTES)
+            break;
+        *total += len;
+    }
+    return k;
+}
+
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
                       int n)
 {
@@ -402,6 +423,8 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         }
         if (j > i + 1 && bundle)
             full = total; /* one datagram: no GSO */
+        if (j > i + 1 && bundle && u->gso && full == u->datagram_max)
+            j = gso_after_bundle(pkts, i, j, n, &total);
         struct msghdr *m = &msg[nmsg].msg_hdr;
         memset(m, 0, sizeof(*m));
         conn[nmsg] = conn_for(u, pkts[i]);
