@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/B of two builds of fastmsg between the two namespace hosts of
-# bench/rails_ns.sh: `fmperf ARGS...` with this tree's release build, then
-# with OTHER's, ROUNDS times in turn, so that both see the same states of a
-# noisy machine. Prints each run's figure lines, one line per run, then a
+# bench/rails_ns.sh: `fmperf ARGS...` with this tree's release build and
+# with OTHER's, ROUNDS times in turn (which goes first alternates), so that
+# both see the same states of a noisy machine. Prints each run's figure lines, one line per run, then a
 # summary (bench/ab_summary.py): per row, the median of the rounds' ratios.
 # FM_* variables pass through to both (FM_FAULT, FM_NET_RING_SIZE, ...).
 #   bench/ab.sh OTHER ROUNDS fmperf-args...
@@ -45,8 +45,12 @@ run() {
 }
 lines=$(mktemp)
 trap 'rails_ns_down; rm -f "$lines"' EXIT
+# The build that runs first changes every round: in one run of 8 B latency
+# the first build of each round was 3-8 % slower, in either order.
 for r in $(seq "$rounds"); do
-  for tree in "$here" "$other"; do
+  order=("$here" "$other")
+  [ $((r % 2)) = 0 ] && order=("$other" "$here")
+  for tree in "${order[@]}"; do
     if [ -n "${AB_LOSS:-}" ]; then
       free1=$(run "$tree" "$@")
       fault=$(FM_FAULT="$AB_LOSS,seed=$r" run "$tree" "$@")
