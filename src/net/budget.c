@@ -30,16 +30,20 @@
 #include <stdlib.h>
 
 /* The budget's bounds. Below the minimum the senders stall on the ACK
- * loop's delay, which a busy host stretches well past the round trip: 8
- * senders into a 1 Gbit/s port (bench/incast.sh) filled 0.94-0.95x of
- * CUBIC's goodput with 80 KiB, 0.96-0.97x with 128 KiB, the queue at the
- * port 55 and 106 KB and the victim's p99 0.2x TCP's with either. While
- * senders take turns the minimum is smaller: the set whose turn ended
- * still has its shares in flight when the next set starts, so the port
- * sees up to two budgets at once (tests/incast_sim, 64 to 1000 fast
- * senders: 128 KiB dropped 0.7-2.6 % and starved 250 of 1000, 80 KiB
- * nothing). Above the maximum the queue is no longer short. */
-#define BUDGET_MIN (128u << 10)
+ * loop's delay, which a busy host stretches well past the round trip, and
+ * what the minimum holds above the port's fill waits in its queue, before
+ * every small message: 8 senders into a 1 Gbit/s port (bench/incast.sh, 3
+ * rounds each, 2026-11-26, under the short DATA header) filled
+ * 0.984-0.995x of CUBIC's goodput with 128 KiB, 0.978-0.984x with 80 KiB
+ * and 0.970-0.975x with 64 KiB, the queue at the port 106-121, 64 and 53
+ * KB, the victim's p99 760-920, 525-576 and 473-522 us. (Before the short
+ * header, 80 KiB filled only 0.94-0.95x.) While senders take turns the
+ * minimum must be small as well: the set whose turn ended still has its
+ * shares in flight when the next set starts, so the port sees up to two
+ * budgets at once (tests/incast_sim, 64 to 1000 fast senders: 128 KiB
+ * dropped 0.7-2.6 % and starved 250 of 1000, 80 KiB nothing). Above the
+ * maximum the queue is no longer short. */
+#define BUDGET_MIN (80u << 10)
 #define BUDGET_TURN_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
 #define GRANT_MIN_PACKETS 6
