@@ -158,4 +158,9 @@ void fm_core_peer_gone(fm_ctx *ctx, int rank, int state);
  * the receiver's sleep flag (see ctx.h). */
 void fm_core_fence(const fm_ctx *ctx);
 
+/* Whether the CPUs are crowded: more ranks on this node than CPUs, or more
+ * tasks ready to run on the machine than CPUs (looked at every 50 ms at
+ * most). A process that polls then takes time from one that works. */
+int fm_core_crowded(fm_ctx *ctx);
+
 #endif

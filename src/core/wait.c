@@ -142,6 +142,11 @@ static int machine_crowded(fm_ctx *ctx, uint64_t now)
     return crowded;
 }
 
+int fm_core_crowded(fm_ctx *ctx)
+{
+    return ctx->oversubscribed || machine_crowded(ctx, fm_now_ns());
+}
+
 /*
  * How long to poll before blocking. A rank with a core of its own polls for
  * FM_WAIT_SPIN_US, or for twice its typical wait when that is up to

@@ -62,6 +62,7 @@ struct fmfi_params {
     size_t eager_max;  /* larger messages go by rendezvous */
     size_t eager_local_max; /* the same, to a process on this node */
     int cma;           /* read same-node rendezvous senders with process_vm_readv */
+    int idle_sleep;    /* empty CQ reads in a row wait for traffic: 1, 0, -1 when crowded */
 };
 extern struct fmfi_params fmfi_params;
 
@@ -194,6 +195,7 @@ struct fmfi_cq {
     size_t nerrs;
     int signaled;
     int refs; /* endpoints bound */
+    uint64_t idle_since; /* since when fi_cq_read finds nothing (0: it found some) */
 };
 
 /* Adds a completion; the ring grows instead of losing one (the consumer

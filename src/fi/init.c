@@ -10,6 +10,7 @@ struct fmfi_params fmfi_params = {
     .eager_max = 32768,
     .eager_local_max = 8192,
     .cma = 1,
+    .idle_sleep = -1,
 };
 
 /* An MPI rank may compute for minutes without a call: a watchdog thread
@@ -137,6 +138,15 @@ static void read_params(void)
     fi_param_define(&fmfi_prov, "cma", FI_PARAM_BOOL,
                     "Let a receiver on the same node copy a large message straight from "
                     "the sender's memory with process_vm_readv (default: yes)");
+    fi_param_define(&fmfi_prov, "idle_sleep", FI_PARAM_INT,
+                    "Once reads have found a completion queue empty for 1 ms, fi_cq_read "
+                    "waits up to 1 ms for the endpoints' traffic, so that a rank with "
+                    "nothing to do leaves the CPU to one that works: 1 always, 0 never, "
+                    "-1 only while the CPUs are crowded, more ranks or tasks ready to "
+                    "run than CPUs (default: -1)");
+    int idle;
+    if (fi_param_get_int(&fmfi_prov, "idle_sleep", &idle) == 0)
+        fmfi_params.idle_sleep = idle < 0 ? -1 : idle > 0;
     size_t eager;
     if (fi_param_get_size_t(&fmfi_prov, "eager_max", &eager) == 0)
         fmfi_params.eager_max = eager < FMFI_EAGER_CEILING ? eager : FMFI_EAGER_CEILING;
