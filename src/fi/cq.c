@@ -133,7 +133,8 @@ static bool idle_sleeps(struct fmfi_cq *cq)
         cq->idle_since = now;
         return false;
     }
-    return now - cq->idle_since >= IDLE_NS && (mode > 0 || fm_core_crowded(cq->dom->ctx));
+    return now - cq->idle_since >= IDLE_NS &&
+           (mode > 0 || (cq->dom->ctx && fm_core_crowded(cq->dom->ctx)));
 }
 
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src)
