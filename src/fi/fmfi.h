@@ -196,6 +196,7 @@ struct fmfi_cq {
     int signaled;
     int refs; /* endpoints bound */
     uint64_t idle_since; /* since when fi_cq_read finds nothing (0: it found some) */
+    unsigned empty_reads; /* fi_cq_read calls in a row that found nothing */
 };
 
 /* Adds a completion; the ring grows instead of losing one (the consumer
