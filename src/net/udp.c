@@ -368,19 +368,18 @@ static int send_flat(int fd, const struct msghdr *m)
     return r < 0 ? -1 : 1;
 }
 
-/* A bundle pkts[i..j) exactly as long as a full packet (the engine cut a
- * new flow's first DATA so that it fits with the FLOW, stops and ends
- * ahead of it) is the first segment of a GSO send of the full DATA after
- * it: returns where that send ends, its length in *total. */
-static int gso_after_bundle(struct fm_pkt_out *const *pkts, int i, int j, int n, size_t *total)
+/* A GSO send to pkts[i]'s peer whose first segment, pkts[i..j), is `full`
+ * bytes: extended with the packets after it that fit (full ones, then one
+ * that may be shorter, the last). Returns where it ends; *total, its
+ * length so far, grows with it. */
+static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_t full,
+                      size_t *total)
 {
-    size_t full = *total;
     int k = j;
     for (; k < n && k - i < GSO_MAX_SEGMENTS; k++) {
         const struct fm_pkt_out *p = pkts[k];
         size_t len = fm_pkt_len(p);
-        if (p->hdr.op != FM_OP_DATA || p->raw || !same_dest(pkts[i], p) ||
-            from_card_port(p) != from_card_port(pkts[i]) ||
+        if (p->raw || !same_dest(pkts[i], p) || from_card_port(p) != from_card_port(pkts[i]) ||
             (k > j && fm_pkt_len(pkts[k - 1]) != full) || len > full ||
             *total + len > GSO_MAX_BYTES)
             break;
@@ -404,13 +403,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         int j = i + 1;
         size_t total = full;
         if (u->gso && pkts[i]->hdr.op == FM_OP_DATA && !pkts[i]->raw)
-            while (j < n && j - i < GSO_MAX_SEGMENTS && same_dest(pkts[i], pkts[j]) &&
-                   !pkts[j]->raw && fm_pkt_len(pkts[j - 1]) == full &&
-                   fm_pkt_len(pkts[j]) <= full &&
-                   total + fm_pkt_len(pkts[j]) <= GSO_MAX_BYTES) {
-                total += fm_pkt_len(pkts[j]);
-                j++;
-            }
+            j = gso_extend(pkts, i, j, n, full, &total);
         /* Else small packets to one peer share a datagram (a FLOW, its first
          * DATA and an ACK): each datagram costs both kernels a packet's
          * work, whatever its size. */
@@ -423,8 +416,11 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         }
         if (j > i + 1 && bundle)
             full = total; /* one datagram: no GSO */
+        /* A bundle exactly as long as a full packet (the engine cut a new
+         * flow's first DATA to fit it with the FLOW, stops and ends ahead
+         * of it: first_cut) is the first segment of the data's GSO send. */
         if (j > i + 1 && bundle && u->gso && full == u->datagram_max)
-            j = gso_after_bundle(pkts, i, j, n, &total);
+            j = gso_extend(pkts, i, j, n, full, &total);
         struct msghdr *m = &msg[nmsg].msg_hdr;
         memset(m, 0, sizeof(*m));
         conn[nmsg] = conn_for(u, pkts[i]);
