@@ -684,6 +684,33 @@ static void test_first_cut(void)
     CHECK_EQ(at, sent);
 }
 
+/* Messages written in a burst while nothing is in flight leave whole in
+ * one output, without a flush: only packets already in flight make a short
+ * packet wait to gather (a message's own first packet did, and its tail
+ * took a send call of its own). */
+static void test_burst_leaves_whole(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_txflow *f;
+    uint64_t sent = 0, got = 0;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    write_msg(sides[0].net, f, 100, 52, &sent);
+    exchange(200, 10000); /* the session is up, its grant in hand */
+    CHECK_EQ(fm_net_unacked(sides[0].net), 0); /* and nothing is in flight */
+    write_msg(sides[0].net, f, 104, 52, &sent);
+    write_msg(sides[0].net, f, 2000, 52, &sent); /* a burst: the flow says so */
+    CHECK(__atomic_load_n(&f->burst, __ATOMIC_RELAXED));
+    struct fm_pkt_out pk[16];
+    int n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK(n >= 2);
+    CHECK(f->sent == f->ring.ctl->tail);
+    put_on_link(pk, n);
+    deliver_all();
+    CHECK_EQ(consume(&sides[1], &got, 52), 3);
+    CHECK_EQ(got, sent);
+}
+
 static void test_bad_packets(void)
 {
     reset();
@@ -779,6 +806,7 @@ int main(void)
     test_stop_rides();
     test_many_stops();
     test_first_cut();
+    test_burst_leaves_whole();
     test_bad_packets();
     for (int i = 0; i < 2; i++)
         fm_net_free(sides[i].net);

@@ -336,10 +336,11 @@ static uint64_t first_cut(const struct fm_net *net, const struct fm_session *s, 
 }
 
 /* One pass of new_data over the live flows, from pkts[n]; returns the new
- * n. *waited: a flow waited for an earlier one; *announced: a FLOW went;
+ * n. gather: a packet that is not full may wait (session_output);
+ * *waited: a flow waited for an earlier one; *announced: a FLOW went;
  * *lead: bytes of small packets ahead in this output (first_cut). */
 static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts,
-                         int n, int max, int flush, uint64_t now, int *waited, int *announced,
+                         int n, int max, int gather, uint64_t now, int *waited, int *announced,
                          uint32_t *lead)
 {
     uint32_t nlive = s->nlive;
@@ -368,7 +369,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                 break; /* until an ACK returns some of the peer's grant */
             /* Gather small messages written in a burst while earlier ones are
              * in flight; the burst's end goes at the next flush. */
-            if (len < room && !flush && s->snd_una != s->snd_nxt && !f->ending &&
+            if (len < room && gather && !f->ending &&
                 __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
                          &s->gathering);
@@ -394,12 +395,12 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
  * flows whose data has all gone. A pass repeats while a flow waited for an
  * earlier one that the pass announced. */
 static int new_data(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *pkts, int max,
-                    int flush, uint64_t now, uint32_t lead)
+                    int gather, uint64_t now, uint32_t lead)
 {
     int n = 0, waited = 1, announced = 1;
     while (waited && announced && n < max) {
         waited = announced = 0;
-        n = new_data_pass(net, s, pkts, n, max, flush, now, &waited, &announced, &lead);
+        n = new_data_pass(net, s, pkts, n, max, gather, now, &waited, &announced, &lead);
     }
     return n;
 }
@@ -538,6 +539,12 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
 {
     int n = 0;
     *again = 0;
+    /* Short packets may wait for more only behind packets that left before
+     * this output, whose acknowledgements bring the next one: not behind
+     * the head of their own message (a 2 KiB message's tail waited for the
+     * next flush, a send call of its own, in a quarter of a ping-pong's
+     * exchanges). */
+    int gather = !flush && s->snd_una != s->snd_nxt;
     if (s->state == S_GONE) {
         /* Only the last acknowledgement for a peer that said goodbye. */
         if (s->bye_received && s->ack_now && max > 0) {
@@ -564,7 +571,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (s->t_ends_due && !hold && data_waits(s))
         n += stopped_ends(net, s, pkts + n, max - n, now);
     if (!hold)
-        n += new_data(net, s, pkts + n, max - n, flush, now, small_lead(pkts, n));
+        n += new_data(net, s, pkts + n, max - n, gather, now, small_lead(pkts, n));
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;
     /* An acknowledgement of its own: for gaps, credits, or after enough.
