@@ -19,7 +19,8 @@
 #                                   libfastmsg-fi.so is, default build/release/src;
 #                                   MPI_FI_PARTS = some of "node hosts rails apps";
 #                                   MPI_FI_VARIANTS = only these, e.g. "ompi-vader ompi-ofi-fastmsg";
-#                                   MPI_FI_YIELD=0: Open MPI's 4 ranks on the 2 hosts spin)
+#                                   MPI_FI_YIELD=0: Open MPI's 4 ranks on the 2 hosts spin;
+#                                   FM_* variables reach Open MPI's ranks over fastmsg)
 # Build first (bench/run.sh does). JSON lines: build/bench/mpi_fi.jsonl; the tables
 # (bench/mpi_fi_report.py): build/bench/mpi_fi.md; the launchers' output: build/bench/mpi_fi.log.
 set -u
@@ -195,7 +196,9 @@ mca() {
     *-2x1g) mca+=(-x FM_RAILS="$(rails_spec 1 2)") ;;
     *-1g) mca+=(-x FM_RAILS="$(rails_spec 1)") ;;
     *) [ "$2" = node ] || mca+=(-x FM_RAILS="$(rails_spec 0)") ;;
-    esac ;;
+    esac
+    local v # fastmsg's settings in our environment reach the ranks
+    for v in $(compgen -e FM_); do [ "$v" = FM_RAILS ] || mca+=(-x "$v"); done ;;
   # Open MPI 4.1 takes the include list instead of its default exclude list
   # (shm,sockets,tcp,udp,...); both set is refused as "mutually exclusive".
   ompi-ofi-*) mca=("${ofi[@]}" "${1#ompi-ofi-}") ;;
