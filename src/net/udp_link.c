@@ -106,17 +106,18 @@ static void send_out(struct udp_link *nl, int n)
 
 /*
  * Where a piece of a packet that points into the ring lies in the caller's
- * memory, or NULL if it holds none of the bytes not copied in yet.
- * *straddles: it holds some of them and some others, which happens when
- * the engine did not start a packet where the message's first one ended
- * (earlier data still waited to go, or a retransmission).
+ * memory, or NULL if it holds none of the bytes not copied in yet. A piece
+ * that holds some of them and some other bytes (the first packet holds the
+ * record's header, the last one its padding, and a packet the engine did
+ * not start where the message does holds earlier data) has its part of
+ * them copied into the ring: the range not copied in yet shrinks at that
+ * end, and the piece stays in the ring.
  *
  * A piece lies at most a ring's size before the message's end, so its
  * ring offset tells its stream position: counted from lo, offsets below
- * the message's length are in it, the others lie before it.
+ * the range's length are in it, the others lie before it.
  */
-static const void *caller_bytes(const struct udp_link *nl, const void *piece, size_t len,
-                                int *straddles)
+static const void *caller_bytes(struct udp_link *nl, const void *piece, size_t len)
 {
     const struct fm_ring *r = nl->caller.ring;
     const unsigned char *p = piece;
@@ -124,35 +125,34 @@ static const void *caller_bytes(const struct udp_link *nl, const void *piece, si
         return NULL;
     uint64_t rel = ((uint64_t)(p - r->data) - nl->caller.lo) & (r->size - 1);
     uint64_t span = nl->caller.hi - nl->caller.lo;
-    if (rel >= span) { /* starts before lo, r->size - rel bytes before */
-        *straddles = len > r->size - rel;
+    if (rel >= span) { /* starts r->size - rel bytes before lo */
+        uint64_t before = r->size - rel;
+        if (len > before) { /* and reaches into the range */
+            uint64_t k = FM_MIN(len - before, span);
+            fm_ring_put(r, nl->caller.lo, nl->caller.src, k);
+            nl->caller.lo += k;
+            nl->caller.src += k;
+        }
         return NULL;
     }
-    if (rel + len > span) {
-        *straddles = 1;
+    if (rel + len > span) { /* reaches past hi */
+        fm_ring_put(r, nl->caller.lo + rel, nl->caller.src + rel, span - rel);
+        nl->caller.hi = nl->caller.lo + rel;
         return NULL;
     }
     return nl->caller.src + rel;
 }
 
 /* Points the batch's packets at the caller's memory for the bytes not in
- * the ring yet. A piece that holds some of them and other bytes makes the
- * rest of the message go into the ring at once; pieces pointed at the
- * caller's memory before that stay right. */
+ * the ring yet. Pieces pointed there stay right when the range shrinks:
+ * what leaves it is copied into the ring, the same bytes. */
 static void from_caller(struct udp_link *nl, struct fm_pkt_out *pkts, int n)
 {
-    for (int i = 0; i < n && nl->caller.ring; i++)
+    for (int i = 0; i < n && nl->caller.lo < nl->caller.hi; i++)
         for (int k = 0; k < 2 && pkts[i].hdr.op == FM_OP_DATA && !pkts[i].raw; k++) {
-            int straddles = 0;
-            const void *b = caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k], &straddles);
+            const void *b = caller_bytes(nl, pkts[i].bytes[k], pkts[i].nbytes[k]);
             if (b)
                 pkts[i].bytes[k] = b;
-            if (straddles) {
-                fm_ring_put(nl->caller.ring, nl->caller.lo, nl->caller.src,
-                            nl->caller.hi - nl->caller.lo);
-                nl->caller.ring = NULL;
-                break;
-            }
         }
 }
 
@@ -664,9 +664,8 @@ static uint32_t min_payload(const struct udp_link *nl);
  * go out first, and then its bytes are copied into the ring, where a
  * retransmission or a packet sent later finds them. The copy is then no
  * longer on the message's way to the receiver; it overlaps the receiver's
- * work instead. The first packet's worth (it holds the record's header
- * too) is copied before, so that the next packets start where the
- * message's bytes not yet copied do. (Lock held.)
+ * work instead. Only the parts of packets that hold other bytes as well
+ * (from_caller) are copied before they go. (Lock held.)
  */
 static void send_from_caller(struct udp_link *nl, struct fm_route *rt, const unsigned char *src,
                              size_t n, fm_ctx *ctx)
@@ -674,8 +673,6 @@ static void send_from_caller(struct udp_link *nl, struct fm_route *rt, const uns
     struct fm_txflow *f = rt->link_rt;
     struct fm_ring *r = &rt->ring;
     uint64_t start = r->ctl->tail + FM_REC_HDR;
-    size_t early = FM_MIN(n, (size_t)min_payload(nl) - FM_REC_HDR);
-    fm_ring_put(r, start, src, early);
     fm_ring_publish(r, FM_REC_DATA, (uint32_t)n);
     /* The flow may end while its packets go (its peer refused them): the
      * pin keeps its ring until the copy below, as for a grant. */
@@ -683,12 +680,11 @@ static void send_from_caller(struct udp_link *nl, struct fm_route *rt, const uns
     if (pin)
         fm_net_flow_pin(nl->engine, f, 1);
     nl->caller.ring = r;
-    nl->caller.lo = start + early;
+    nl->caller.lo = start;
     nl->caller.hi = start + n;
-    nl->caller.src = src + early;
+    nl->caller.src = src;
     kick(nl, f, ctx);
-    if (nl->caller.ring) /* else from_caller copied it already */
-        fm_ring_put(r, start + early, src + early, n - early);
+    fm_ring_put(r, nl->caller.lo, nl->caller.src, nl->caller.hi - nl->caller.lo);
     nl->caller.ring = NULL;
     if (pin)
         fm_net_flow_pin(nl->engine, f, 0);
