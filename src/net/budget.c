@@ -2,9 +2,9 @@
  * The receiver's incoming budget (congestion control for incast): many
  * peers sending to one process at once share a budget of bytes in flight,
  * B = clamp(2 x arrival rate x smallest round trip, floor, BUDGET_MAX), in
- * grants that ride in every ACK; the floor is BUDGET_MIN while every
- * sender holds a share and BUDGET_TURN_MIN while they take turns. A peer
- * alone is not limited: it has only its ring's credit, as before. Up to k
+ * grants that ride in every ACK; the floor is BUDGET_MIN, whether every
+ * sender holds a share or they take turns. A peer alone is not limited:
+ * it has only its ring's credit, as before. Up to k
  * senders share B equally. More take turns, as Homa overcommits a few
  * messages at a time: k of them hold a share of B for an epoch, and the
  * next epoch the turn passes to the next k in the order they arrived
@@ -44,7 +44,6 @@
  * dropped 0.7-2.6 % and starved 250 of 1000, 80 KiB nothing). Above the
  * maximum the queue is no longer short. */
 #define BUDGET_MIN (80u << 10)
-#define BUDGET_TURN_MIN (80u << 10)
 #define BUDGET_MAX (4u << 20)
 #define GRANT_MIN_PACKETS 6
 /* Round trip assumed before one was measured. */
@@ -111,7 +110,7 @@ static void list_recent(struct fm_net *net, struct fm_session *s)
 }
 
 static uint32_t turn_peers(const struct fm_net *net);
-static uint64_t budget(const struct fm_net *net, uint64_t floor);
+static uint64_t budget(const struct fm_net *net);
 
 /*
  * k, how many senders hold a share at once, while others wait: as many as
@@ -128,7 +127,7 @@ static uint64_t budget(const struct fm_net *net, uint64_t floor);
  */
 static void adapt_turn(struct fm_net *net, uint64_t rate)
 {
-    uint64_t fit = budget(net, BUDGET_TURN_MIN) / (GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
+    uint64_t fit = budget(net) / (GRANT_MIN_PACKETS * (uint64_t)net->p.payload);
     uint32_t k = net->turn_peers, k_fit = (uint32_t)FM_MAX(FM_MIN(fit, BUDGET_TURN_PEERS), 1);
     if (!k || net->nrecent <= k)
         k = k_fit; /* nobody waits: a share each */
@@ -162,7 +161,7 @@ static void next_epoch(struct fm_net *net, uint64_t now)
      * senders into 1 Gbit/s put 164 MB/s into a 125 MB/s port and kept
      * its queue full: tests/incast_sim). */
     uint64_t base = FM_MAX(4 * rtt_min(net), (uint64_t)ACTIVE_NS);
-    uint64_t granted = FM_MAX(budget(net, BUDGET_TURN_MIN),
+    uint64_t granted = FM_MAX(budget(net),
                               (uint64_t)turn_peers(net) * GRANT_MIN_PACKETS * net->p.payload);
     uint64_t drain = net->rx_rate ? 2 * granted * 1000000000u / net->rx_rate : 0;
     net->epoch_ns = FM_MIN(FM_MAX(base, drain), EPOCH_STRETCH * base);
@@ -232,10 +231,10 @@ void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant)
         list_recent(net, s);
 }
 
-static uint64_t budget(const struct fm_net *net, uint64_t floor)
+static uint64_t budget(const struct fm_net *net)
 {
     uint64_t b = 2 * net->rx_rate * rtt_min(net) / 1000000000u;
-    return FM_MIN(FM_MAX(b, floor), (uint64_t)BUDGET_MAX);
+    return FM_MIN(FM_MAX(b, (uint64_t)BUDGET_MIN), (uint64_t)BUDGET_MAX);
 }
 
 static uint32_t turn_peers(const struct fm_net *net)
@@ -255,7 +254,7 @@ uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s)
         return 0; /* one sender: its credit is enough */
     uint32_t k = turn_peers(net);
     int turns = n > k && !net->turns_lost;
-    uint64_t b = budget(net, turns ? BUDGET_TURN_MIN : BUDGET_MIN);
+    uint64_t b = budget(net);
     if (turns) {
         if (s->turn_epoch != net->epoch)
             return (uint64_t)(n - k) * net->p.payload > b ? FM_GRANT_PAUSE : FM_GRANT_TRICKLE;
