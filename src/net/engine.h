@@ -154,6 +154,8 @@ struct fm_pkt_out {
     uint8_t rail;            /* the local rail (socket) it leaves on */
     uint8_t side_ok;         /* it may leave by a socket of its own (udp.c): the peer
                                 heard from us on this rail, so it knows our address */
+    uint8_t alone;           /* new DATA of a session with nothing in flight: a request
+                                or a reply, which its receiver waits for whole */
 };
 
 /* What the engine needs from the process it runs in. */

@@ -42,6 +42,7 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     }
     p->sub_len = 0;
     p->raw = 0;
+    p->alone = 0;
     p->token = 0;
     p->nbytes[0] = p->nbytes[1] = 0;
     p->rank = s->rank;
@@ -544,7 +545,7 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
      * the head of their own message (a 2 KiB message's tail waited for the
      * next flush, a send call of its own, in a quarter of a ping-pong's
      * exchanges). */
-    int gather = !flush && s->snd_una != s->snd_nxt;
+    int idle = s->snd_una == s->snd_nxt, gather = !flush && !idle;
     if (s->state == S_GONE) {
         /* Only the last acknowledgement for a peer that said goodbye. */
         if (s->bye_received && s->ack_now && max > 0) {
@@ -570,8 +571,12 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         s->t_ends_due = now + net->p.ack_delay_ns;
     if (s->t_ends_due && !hold && data_waits(s))
         n += stopped_ends(net, s, pkts + n, max - n, now);
-    if (!hold)
+    if (!hold) {
+        int first = n;
         n += new_data(net, s, pkts + n, max - n, gather, now, small_lead(pkts, n));
+        for (int i = first; i < n; i++)
+            pkts[i].alone = (uint8_t)idle;
+    }
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;
     /* An acknowledgement of its own: for gaps, credits, or after enough.
