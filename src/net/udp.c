@@ -409,13 +409,14 @@ static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_
                       size_t *total)
 {
     int k = gso_run(pkts, i, j, n, full, total);
-    if (!run_goes_on(pkts, i, k, n, full))
+    /* (Not in a stream, where the receiver would only take smaller bites,
+     * and send more ACKs: 0.85x of the bandwidth from 64 KiB up.) */
+    if (!pkts[i]->alone || !run_goes_on(pkts, i, k, n, full))
         return k;
     size_t next_total = fm_pkt_len(pkts[k]);
     int next_end = gso_run(pkts, k, k + 1, n, next_total, &next_total);
-    if (run_goes_on(pkts, k, next_end, n, full) || !pkts[k]->alone)
-        return k; /* a third datagram follows, or a stream, where the receiver
-                     would only take smaller bites (and send more ACKs) */
+    if (run_goes_on(pkts, k, next_end, n, full))
+        return k; /* a third datagram follows: the last two share */
     int segments = 1 + (k - j), keep = (segments + (next_end - k) + 1) / 2;
     for (; segments > keep; segments--)
         *total -= fm_pkt_len(pkts[--k]);
