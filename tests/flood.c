@@ -56,7 +56,7 @@ static size_t craft(unsigned char *buf, uint64_t tag, uint8_t op, uint32_t seq,
     struct fm_wire_hdr h = {.version = FM_WIRE_VERSION, .op = op, .job = tag, .src_rank = 2,
                             .dst_rank = 1, .src_epoch = 77, .dst_epoch = 88, .seq = seq};
     struct iovec v = {(void *)payload, plen};
-    fm_wire_seal(&h, 0, &v, plen ? 1 : 0);
+    fm_wire_seal(&h, 0, &v, plen ? 1 : 0, NULL);
     memcpy(buf, &h, sizeof(h));
     if (plen)
         memcpy(buf + sizeof(h), payload, plen);
@@ -169,7 +169,7 @@ static void flooder(fm_ep *ep)
                 memcpy(&h, buf, sizeof(h));
                 h.dst_epoch = 0;
                 struct iovec v = {&hello, sizeof(hello)};
-                fm_wire_seal(&h, 0, &v, 1);
+                fm_wire_seal(&h, 0, &v, 1, NULL);
                 memcpy(buf, &h, sizeof(h));
                 break;
             }

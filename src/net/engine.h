@@ -304,6 +304,11 @@ void fm_net_bye(struct fm_net *net);
  * (header, then data in one or two); returns how many. */
 int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4]);
 
+/* Seals a packet and writes it whole at dst (fm_pkt_len bytes): the
+ * payload is copied in the pass that computes its checksum. Returns its
+ * length. */
+size_t fm_pkt_seal_into(struct fm_pkt_out *p, void *dst);
+
 /* The bytes packet p takes on the wire. */
 static inline size_t fm_pkt_len(const struct fm_pkt_out *p)
 {

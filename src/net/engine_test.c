@@ -111,18 +111,22 @@ static void enqueue(const void *data, size_t len, int to, int rail)
     nqueue++;
 }
 
-/* Seals packets onto the link, applying faults. */
+/* Seals packets onto the link, applying faults. Each is sealed both ways
+ * the link does, into pieces and into one buffer (a datagram of several
+ * packets, udp.c), which must give the same bytes. */
 static void put_on_link(struct fm_pkt_out *pk, int n)
 {
     for (int i = 0; i < n; i++) {
         struct iovec iov[4];
         int k = fm_pkt_seal(&pk[i], iov);
-        unsigned char buf[FM_WIRE_MAX];
+        unsigned char buf[FM_WIRE_MAX], whole[FM_WIRE_MAX];
         size_t len = 0;
         for (int j = 0; j < k; j++) {
             memcpy(buf + len, iov[j].iov_base, iov[j].iov_len);
             len += iov[j].iov_len;
         }
+        CHECK_EQ(fm_pkt_seal_into(&pk[i], whole), len);
+        CHECK(memcmp(whole, buf, len) == 0);
         enum fm_fault_action a = use_faults ? fm_fault_next(&faults, buf, len) : FM_FAULT_PASS;
         if (a == FM_FAULT_DROP)
             continue;

@@ -687,7 +687,9 @@ uint64_t fm_net_unacked(const struct fm_net *net)
     return n;
 }
 
-int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
+/* Seals p (copy: as for fm_wire_seal) and describes it in iov: the
+ * header with its sub-header, then the payload's pieces; returns how many. */
+static int seal(struct fm_pkt_out *p, struct iovec iov[4], void *copy)
 {
     if (p->raw) {
         iov[0] = (struct iovec){(void *)p->bytes[0], p->nbytes[0]};
@@ -702,12 +704,32 @@ int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
         if (p->nbytes[i])
             iov[k++] = (struct iovec){(void *)p->bytes[i], p->nbytes[i]};
     if (p->token) {
-        fm_wire_seal_short(&p->hdr, p->token, p->sub_len, iov + 1, k - 1);
+        fm_wire_seal_short(&p->hdr, p->token, p->sub_len, iov + 1, k - 1, copy);
         iov[0] = (struct iovec){fm_wire_short_of(&p->hdr),
                                 sizeof(struct fm_wire_short) + p->sub_len};
     } else {
-        fm_wire_seal(&p->hdr, p->sub_len, iov + 1, k - 1);
+        fm_wire_seal(&p->hdr, p->sub_len, iov + 1, k - 1, copy);
         iov[0] = (struct iovec){&p->hdr, sizeof(p->hdr) + p->sub_len};
     }
     return k;
+}
+
+int fm_pkt_seal(struct fm_pkt_out *p, struct iovec iov[4])
+{
+    return seal(p, iov, NULL);
+}
+
+size_t fm_pkt_seal_into(struct fm_pkt_out *p, void *dst)
+{
+    struct iovec iov[4];
+    unsigned char *d = dst;
+    size_t len = fm_pkt_len(p);
+    if (p->raw) {
+        memcpy(d, p->bytes[0], len);
+        return len;
+    }
+    size_t head = len - p->nbytes[0] - p->nbytes[1];
+    seal(p, iov, d + head);
+    memcpy(d, iov[0].iov_base, head);
+    return len;
 }

@@ -82,7 +82,10 @@ enum fm_drop fm_wire_check_short(const void *pkt, size_t len)
 
 /* The CRC of head_len bytes of headers at head (CRC field 0) and then the
  * payload's pieces. */
-static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec *payload, int n)
+/* The checksum of a packet: its header, then its payload's pieces; with
+ * copy, the pieces are copied there on the way, read once for both. */
+static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec *payload, int n,
+                           unsigned char *copy)
 {
     /* A DATA packet's headers (64 bytes, 40 under the short header) fold
      * into the payload's CRC as one block instead of a chain of their own. */
@@ -94,11 +97,25 @@ static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec
         memcpy(block + pad, head, head_len);
         head = block;
     }
-    uint32_t crc = folded ? fm_crc32c_after(fm_crc32c_pad_start(pad), head, payload[0].iov_base,
-                                            payload[0].iov_len)
-                          : fm_crc32c(0, head, head_len);
-    for (int i = folded; i < n; i++)
-        crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
+    uint32_t crc;
+    if (!folded)
+        crc = fm_crc32c(0, head, head_len);
+    else if (copy)
+        crc = fm_crc32c_copy_after(fm_crc32c_pad_start(pad), head, copy, payload[0].iov_base,
+                                   payload[0].iov_len);
+    else
+        crc = fm_crc32c_after(fm_crc32c_pad_start(pad), head, payload[0].iov_base,
+                              payload[0].iov_len);
+    if (copy && folded)
+        copy += payload[0].iov_len;
+    for (int i = folded; i < n; i++) {
+        if (copy) {
+            crc = fm_crc32c_copy(crc, copy, payload[i].iov_base, payload[i].iov_len);
+            copy += payload[i].iov_len;
+        } else {
+            crc = fm_crc32c(crc, payload[i].iov_base, payload[i].iov_len);
+        }
+    }
     return crc;
 }
 
@@ -110,15 +127,16 @@ static uint16_t payload_len(size_t sub_len, const struct iovec *payload, int n)
     return (uint16_t)len;
 }
 
-void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n)
+void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n,
+                  void *copy)
 {
     h->len = payload_len(sub_len, payload, n);
     h->crc = 0;
-    h->crc = packet_crc(h, sizeof(*h) + sub_len, payload, n);
+    h->crc = packet_crc(h, sizeof(*h) + sub_len, payload, n, copy);
 }
 
 void fm_wire_seal_short(struct fm_wire_hdr *h, uint32_t token, size_t sub_len,
-                        const struct iovec *payload, int n)
+                        const struct iovec *payload, int n, void *copy)
 {
     /* seq, ack and rail are in place already (the header's layout says
      * so); len is set there too. The rest comes from the first half. */
@@ -130,7 +148,7 @@ void fm_wire_seal_short(struct fm_wire_hdr *h, uint32_t token, size_t sub_len,
     s->crc = 0;
     s->reserved0 = 0;
     s->token = token;
-    s->crc = packet_crc(s, sizeof(*s) + sub_len, payload, n);
+    s->crc = packet_crc(s, sizeof(*s) + sub_len, payload, n, copy);
 }
 
 uint64_t fm_wire_hello_mac(const uint8_t key[16], const struct fm_wire_hdr *h,

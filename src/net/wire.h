@@ -240,14 +240,18 @@ enum fm_drop fm_wire_check(const void *pkt, size_t len, uint64_t job, uint64_t d
 enum fm_drop fm_wire_check_short(const void *pkt, size_t len);
 
 /* Fills in the length and checksum of a packet: header h, followed in
- * memory by its sub_len bytes of sub-header, then the payload's pieces. */
-void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n);
+ * memory by its sub_len bytes of sub-header, then the payload's pieces.
+ * With copy (else NULL), the pieces are copied there, one after the
+ * other, in the same pass as the checksum reads them. */
+void fm_wire_seal(struct fm_wire_hdr *h, size_t sub_len, const struct iovec *payload, int n,
+                  void *copy);
 
 /* Turns full DATA header h, sealed or not, into the short one with token
  * (written over its second half, where fm_wire_short_of finds it) and
- * seals that: length and checksum. Sealing it again gives the same bytes. */
+ * seals that: length and checksum, and copy as for fm_wire_seal. Sealing
+ * it again gives the same bytes. */
 void fm_wire_seal_short(struct fm_wire_hdr *h, uint32_t token, size_t sub_len,
-                        const struct iovec *payload, int n);
+                        const struct iovec *payload, int n, void *copy);
 
 /* Where the short header written over full header h starts. */
 static inline void *fm_wire_short_of(struct fm_wire_hdr *h)
