@@ -692,16 +692,25 @@ static void test_first_cut(void)
  * one output, without a flush: only packets already in flight make a short
  * packet wait to gather (a message's own first packet did, and its tail
  * took a send call of its own). */
-static void test_burst_leaves_whole(void)
+/* A flow from A to B whose session is up, its grant in hand, with
+ * nothing in flight: its first message went and was read. */
+static struct fm_txflow *quiet_flow(uint64_t *sent, uint64_t *got, uint64_t seed)
 {
     reset();
     use_faults = 0;
     struct fm_txflow *f;
-    uint64_t sent = 0, got = 0;
     CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
-    write_msg(sides[0].net, f, 100, 52, &sent);
-    exchange(200, 10000); /* the session is up, its grant in hand */
-    CHECK_EQ(fm_net_unacked(sides[0].net), 0); /* and nothing is in flight */
+    write_msg(sides[0].net, f, 100, seed, sent);
+    exchange(200, 10000);
+    CHECK_EQ(consume(&sides[1], got, seed), 1);
+    CHECK_EQ(fm_net_unacked(sides[0].net), 0);
+    return f;
+}
+
+static void test_burst_leaves_whole(void)
+{
+    uint64_t sent = 0, got = 0;
+    struct fm_txflow *f = quiet_flow(&sent, &got, 52);
     write_msg(sides[0].net, f, 104, 52, &sent);
     write_msg(sides[0].net, f, 2000, 52, &sent); /* a burst: the flow says so */
     CHECK(__atomic_load_n(&f->burst, __ATOMIC_RELAXED));
@@ -711,7 +720,7 @@ static void test_burst_leaves_whole(void)
     CHECK(f->sent == f->ring.ctl->tail);
     put_on_link(pk, n);
     deliver_all();
-    CHECK_EQ(consume(&sides[1], &got, 52), 3);
+    CHECK_EQ(consume(&sides[1], &got, 52), 2);
     CHECK_EQ(got, sent);
 }
 
@@ -729,15 +738,8 @@ static int count_data(const struct fm_pkt_out *pk, int n, int alone)
 
 static void test_alone_marks(void)
 {
-    reset();
-    use_faults = 0;
-    struct fm_txflow *f;
     uint64_t sent = 0, got = 0;
-    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
-    write_msg(sides[0].net, f, 100, 53, &sent);
-    exchange(200, 10000);
-    CHECK_EQ(consume(&sides[1], &got, 53), 1);
-    CHECK_EQ(fm_net_unacked(sides[0].net), 0);
+    struct fm_txflow *f = quiet_flow(&sent, &got, 53);
     struct fm_pkt_out pk[16];
     write_msg(sides[0].net, f, 6000, 53, &sent);
     int n = fm_net_output(sides[0].net, pk, 16, 1, now);
