@@ -128,6 +128,10 @@ struct fm_udp_tx {
     size_t stage_size;
 };
 
+/* A batch's worth of stage at MTU 1500 (377 KB), not 4 MB at loopback's
+ * 16 KiB packets: what does not fit goes in pieces. */
+#define STAGE_MAX (512u << 10)
+
 int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
 {
     memset(u, 0, sizeof(*u));
@@ -168,7 +172,7 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
     u->buf = malloc(u->bufsize * FM_UDP_BATCH);
     u->tx = malloc(sizeof(*u->tx));
     if (u->tx) {
-        u->tx->stage_size = FM_UDP_SEND_MAX * u->datagram_max;
+        u->tx->stage_size = FM_MIN(FM_UDP_SEND_MAX * u->datagram_max, STAGE_MAX);
         u->tx->stage = malloc(u->tx->stage_size);
     }
     if (!u->buf || !u->tx || !u->tx->stage) {
