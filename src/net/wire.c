@@ -81,9 +81,8 @@ enum fm_drop fm_wire_check_short(const void *pkt, size_t len)
 }
 
 /* The CRC of head_len bytes of headers at head (CRC field 0) and then the
- * payload's pieces. */
-/* The checksum of a packet: its header, then its payload's pieces; with
- * copy, the pieces are copied there on the way, read once for both. */
+ * payload's pieces; with copy, the pieces are copied there on the way,
+ * read once for both. */
 static uint32_t packet_crc(const void *head, size_t head_len, const struct iovec *payload, int n,
                            unsigned char *copy)
 {
