@@ -155,20 +155,10 @@ static struct fm_net *make(int rank)
 
 static unsigned char *packet_bytes(struct fm_pkt_out *pk, uint32_t *len)
 {
-    struct iovec iov[4];
-    int k = fm_pkt_seal(pk, iov);
-    size_t n = 0;
-    for (int j = 0; j < k; j++)
-        n += iov[j].iov_len;
-    unsigned char *b = malloc(n);
+    unsigned char *b = malloc(fm_pkt_len(pk));
     if (!b)
         abort();
-    n = 0;
-    for (int j = 0; j < k; j++) {
-        memcpy(b + n, iov[j].iov_base, iov[j].iov_len);
-        n += iov[j].iov_len;
-    }
-    *len = (uint32_t)n;
+    *len = (uint32_t)fm_pkt_seal_into(pk, b);
     return b;
 }
 

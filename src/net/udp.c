@@ -318,13 +318,7 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
         }
         struct fm_pkt_out *p = pkts[i];
         if (corrupt && ncopies < (int)FM_ARRAY_LEN(u->copies)) {
-            struct iovec iov[4];
-            int k = fm_pkt_seal(p, iov);
-            size_t len = 0;
-            for (int j = 0; j < k; j++) {
-                memcpy(u->copies[ncopies] + len, iov[j].iov_base, iov[j].iov_len);
-                len += iov[j].iov_len;
-            }
+            size_t len = fm_pkt_seal_into(p, u->copies[ncopies]);
             fm_fault_corrupt(u->fault, u->copies[ncopies], len);
             struct fm_pkt_out *c = &u->corrupted[ncopies];
             *c = *p;
@@ -489,7 +483,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
         }
         m->msg_iov = &iov[niov];
         int staged = j - i > 1 && staged_bytes + total <= u->tx->stage_size;
-        unsigned char *stage = u->tx->stage + staged_bytes;
+        size_t stage_at = staged_bytes;
         for (int k = i; k < j; k++) {
             if (conn[nmsg])
                 pkts[k]->hdr.flags |= FM_HDR_SIDE_PORT; /* receivers learn no address from it */
@@ -499,7 +493,7 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
                 niov += fm_pkt_seal(pkts[k], &iov[niov]);
         }
         if (staged)
-            iov[niov++] = (struct iovec){stage, (size_t)(u->tx->stage + staged_bytes - stage)};
+            iov[niov++] = (struct iovec){u->tx->stage + stage_at, staged_bytes - stage_at};
         m->msg_iovlen = (size_t)(&iov[niov] - m->msg_iov);
         if (j - i > 1 && full < total) {
             m->msg_control = u->tx->ctl[nmsg].buf;

@@ -88,14 +88,8 @@ static int pump(struct fm_net *from, struct fm_net *to, uint64_t now)
     int n = fm_net_output(from, pk, 64, 1, now);
     const char *dump = getenv("FUZZ_DUMP_SEEDS");
     for (int i = 0; i < n; i++) {
-        struct iovec iov[4];
-        int k = fm_pkt_seal(&pk[i], iov);
         unsigned char buf[FM_WIRE_MAX];
-        size_t len = 0;
-        for (int j = 0; j < k; j++) {
-            memcpy(buf + len, iov[j].iov_base, iov[j].iov_len);
-            len += iov[j].iov_len;
-        }
+        size_t len = fm_pkt_seal_into(&pk[i], buf);
         if (dump && seeds_written < 32) {
             char path[512];
             snprintf(path, sizeof(path), "%s/setup-%02d", dump, seeds_written++);
