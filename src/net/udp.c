@@ -438,17 +438,29 @@ static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_
     return k;
 }
 
-static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
-                      int n)
+/* A datagram that goes on its own, sealed just before: the next datagram
+ * of a lone message (alone) after this one of pkts[i..j). Its receiver
+ * starts on this one while the sender seals the next, and the stage keeps
+ * one datagram, in cache when the kernel reads it. One-way times against
+ * one call for all: 128-256 KiB 0.89-0.92x, 64 KiB 0.96x. (In a stream,
+ * where nobody waits for a message whole, a call a datagram cost
+ * 0.93-0.97x of the bandwidth.) */
+static int goes_alone(struct fm_pkt_out *const *pkts, int i, int j, int n)
 {
-    if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
-        conn_review(u);
+    return j - i > 1 && j < n && pkts[i]->alone && pkts[j]->alone;
+}
+
+/* Turns pkts[0..n) into datagrams in u->tx, up to the end or the first
+ * that goes_alone; returns how many packets they hold, *nmsg how many
+ * datagrams. */
+static int build_datagrams(struct fm_udp *u, struct fm_pkt_out *const *pkts, int n, int *nmsg_out)
+{
     struct mmsghdr *msg = u->tx->msg;
     struct iovec *iov = u->tx->iov;
     struct fm_udp_conn **conn = u->tx->conn;
-    int nmsg = 0, niov = 0;
+    int nmsg = 0, niov = 0, i = 0;
     size_t staged_bytes = 0;
-    for (int i = 0; i < n;) {
+    while (i < n) {
         /* A run of full packets to one peer goes as one GSO send. */
         size_t full = fm_pkt_len(pkts[i]);
         int j = i + 1;
@@ -506,11 +518,22 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
             memcpy(CMSG_DATA(c), &seg, sizeof(seg));
         }
         msg[nmsg++].msg_len = 0;
+        int alone = goes_alone(pkts, i, j, n);
         i = j;
+        if (alone)
+            break;
     }
-    /* Runs of messages that leave by the same socket, a call each. */
-    struct fm_udp_conn *failed[FM_UDP_SEND_MAX];
-    int errs[FM_UDP_SEND_MAX], nfailed = 0;
+    *nmsg_out = nmsg;
+    return i;
+}
+
+/* Sends u->tx's nmsg datagrams, a call for each run that leaves by the
+ * same socket; a connected socket whose send failed goes into failed. */
+static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **failed, int *errs,
+                           int *nfailed)
+{
+    struct mmsghdr *msg = u->tx->msg;
+    struct fm_udp_conn **conn = u->tx->conn;
     for (int sent = 0, end; sent < nmsg; sent = end) {
         for (end = sent + 1; end < nmsg && conn[end] == conn[sent]; end++)
             ;
@@ -529,13 +552,26 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
                     errno != EHOSTUNREACH && errno != ENETUNREACH)
                     fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
                 if (conn[sent]) {
-                    failed[nfailed] = conn[sent];
-                    errs[nfailed++] = errno;
+                    failed[*nfailed] = conn[sent];
+                    errs[(*nfailed)++] = errno;
                 }
                 break;
             }
             k += r;
         }
+    }
+}
+
+static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
+                      int n)
+{
+    if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
+        conn_review(u);
+    struct fm_udp_conn *failed[FM_UDP_SEND_MAX];
+    int errs[FM_UDP_SEND_MAX], nfailed = 0;
+    for (int done = 0, nmsg; done < n;) {
+        done += build_datagrams(u, pkts + done, n - done, &nmsg);
+        send_datagrams(u, nmsg, failed, errs, &nfailed);
     }
     /* After the batch: an unreachable peer's session ends, and its flows
      * with it, which the packets above point into. */
