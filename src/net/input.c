@@ -158,6 +158,8 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
         return FM_DROP_NONE;
     }
     enum fm_drop why = deliver(net, s, h, pl, placed);
+    if (h->op == FM_OP_DATA)
+        s->rx_alone = (h->flags & FM_HDR_ALONE) != 0;
     s->rcv_nxt++;
     s->unacked++;
     s->rx_since_tx += s->rx_since_tx < UINT32_MAX;
@@ -185,13 +187,17 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
         s->rx_since_tx += s->rx_since_tx < UINT32_MAX;
     }
     /* Enough for an ACK of its own. In an exchange (we sent DATA back
-     * lately) and unless the sender is held to a grant, it waits while a
-     * message is still arriving, and until the program had a turn with what
-     * came: an answer it sends carries the acknowledgement, which spares the
-     * receiver a send on the message's way to it. */
+     * lately, or the sender had nothing else in flight) and unless the
+     * sender is held to a grant, it waits while a message is still
+     * arriving, and until the program had a turn with what came: an answer
+     * it sends carries the acknowledgement, which spares the receiver a
+     * send on the message's way to it. A lone message waits whole however
+     * long (at most a batch of the sender's, FM_UDP_SEND_MAX packets): its
+     * sender has sent all of it and waits for nothing else. */
     uint32_t every = fm_budget_ack_every(net, s);
     if (s->unacked >= every) {
-        if (s->grant_given || s->unacked >= ACK_DEFER_MAX || s->rx_since_tx >= ACK_DEFER_MAX)
+        if (s->grant_given ||
+            (!s->rx_alone && (s->unacked >= ACK_DEFER_MAX || s->rx_since_tx >= ACK_DEFER_MAX)))
             s->ack_now = 1;
         else
             s->ack_soon = 1;

@@ -574,8 +574,11 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (!hold) {
         int first = n;
         n += new_data(net, s, pkts + n, max - n, gather, now, small_lead(pkts, n));
-        for (int i = first; i < n; i++)
+        for (int i = first; i < n; i++) {
             pkts[i].alone = (uint8_t)idle;
+            if (idle && pkts[i].hdr.op == FM_OP_DATA)
+                pkts[i].hdr.flags |= FM_HDR_ALONE;
+        }
     }
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;

@@ -136,6 +136,7 @@ struct fm_session {
     uint8_t ack_soon;      /* enough came for an ACK: it goes once the program had a turn */
     uint8_t rx_fresh;      /* DATA delivered since this session's last output */
     uint8_t rx_open;       /* the last DATA left its message incomplete */
+    uint8_t rx_alone;      /* the last DATA came alone (FM_HDR_ALONE) */
     uint32_t rx_since_tx;  /* sequenced packets received since we last sent DATA */
     uint8_t credit_due;    /* credit the sender may be waiting for: an ACK at the next output */
     uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */

@@ -55,8 +55,11 @@ enum fm_wire_op {
                                     sender's own, since a flow is never 4 GiB ahead) */
 #define FM_HDR_SIDE_PORT 0x0008u /* sent from a socket of its own, connected to the receiver:
                                     its source port is not the sender's address */
+#define FM_HDR_ALONE 0x0010u     /* DATA: the sender had nothing else in flight (a request or a
+                                    reply): its receiver may hold the acknowledgement until
+                                    the message is whole and the program had a turn */
 /* The flags a short DATA header may have. */
-#define FM_SHORT_FLAGS (FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT)
+#define FM_SHORT_FLAGS (FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT | FM_HDR_ALONE)
 
 /* Every packet starts with this (48 bytes). */
 struct fm_wire_hdr {
