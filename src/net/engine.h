@@ -191,6 +191,8 @@ struct fm_net_params {
     uint32_t ring_min;       /* bytes of a new or quiet flow's ring (0: ring_size) */
     uint64_t rx_mem;         /* bound on receive ring bytes peers may grow (0: none) */
     uint32_t payload;        /* most stream bytes in one DATA packet (a multiple of 8) */
+    uint32_t gather_packets; /* full packets one send of the link carries (GSO), which a
+                                burst gathers before they go (0 or 1: a packet) */
     uint64_t timeout_ns;     /* a peer silent this long is lost */
     uint64_t rto_min_ns, rto_max_ns;
     uint64_t ack_delay_ns;   /* longest an acknowledgement waits for a packet to ride on */

@@ -31,6 +31,7 @@ static int use_faults;
 static uint64_t now = 1000000;
 /* Rails of the engines made next, and rails that lose everything. */
 static int nrails = 1, rail_query;
+static uint32_t gather_packets; /* the engine's: full packets a datagram of the link carries */
 static int rail_dead[FM_RAILS_MAX];
 /* stream(): rounds at which rail 1 dies and comes back (-1: never). */
 static int kill_round = -1, revive_round = -1;
@@ -90,7 +91,8 @@ static struct fm_net *make(int rank, uint8_t keybyte)
 {
     struct fm_net_params p = {
         .rank = rank, .size = 2, .epoch = 0x1000u + (uint32_t)rank + keybyte,
-        .ring_size = ring_size, .payload = 1400, .timeout_ns = 2000000000ull,
+        .ring_size = ring_size, .payload = 1400, .gather_packets = gather_packets,
+        .timeout_ns = 2000000000ull,
         .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
         .nrails = nrails, .rail_heartbeat_ns = 3000000, .rail_query = rail_query,
         .up = {.core = &sides[rank], .flow_new = up_flow_new, .delivered = up_delivered,
@@ -695,10 +697,6 @@ static void test_first_cut(void)
     CHECK_EQ(at, sent);
 }
 
-/* Messages written in a burst while nothing is in flight leave whole in
- * one output, without a flush: only packets already in flight make a short
- * packet wait to gather (a message's own first packet did, and its tail
- * took a send call of its own). */
 /* A flow from A to B whose session is up, its grant in hand, with
  * nothing in flight: its first message went and was read. */
 static struct fm_txflow *quiet_flow(uint64_t *sent, uint64_t *got, uint64_t seed)
@@ -714,6 +712,10 @@ static struct fm_txflow *quiet_flow(uint64_t *sent, uint64_t *got, uint64_t seed
     return f;
 }
 
+/* Messages written in a burst while nothing is in flight leave whole in
+ * one output, without a flush: only packets already in flight make a short
+ * packet wait to gather (a message's own first packet did, and its tail
+ * took a send call of its own). */
 static void test_burst_leaves_whole(void)
 {
     uint64_t sent = 0, got = 0;
@@ -768,6 +770,40 @@ static void test_alone_marks(void)
     exchange(20, 10000);
     CHECK_EQ(consume(&sides[1], &got, 53), 2);
     CHECK_EQ(got, sent);
+}
+
+/* Messages written in a burst while packets are in flight wait until they
+ * fill a datagram of the link (gather_packets), and then go as whole
+ * datagrams' worth of packets; the rest goes at a flush. */
+static void test_burst_gathers_datagrams(void)
+{
+    gather_packets = 4;
+    uint64_t sent = 0, got = 0;
+    struct fm_txflow *f = quiet_flow(&sent, &got, 54);
+    struct fm_pkt_out pk[16];
+    write_msg(sides[0].net, f, 2000, 54, &sent); /* after a pause: it goes at once */
+    int n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK_EQ(count_data(pk, n, 1), 2);
+    put_on_link(pk, n); /* in flight from here on */
+    for (int i = 0; i < 3; i++)
+        write_msg(sides[0].net, f, 1000, 54, &sent);
+    CHECK(__atomic_load_n(&f->burst, __ATOMIC_RELAXED));
+    n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK_EQ(count_data(pk, n, 0), 0); /* 3 KB: not a datagram's worth (4 packets) */
+    for (int i = 0; i < 2; i++)
+        write_msg(sides[0].net, f, 1500, 54, &sent); /* 6 KB now */
+    n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK_EQ(count_data(pk, n, 0), 4); /* one datagram's worth; the rest waits */
+    put_on_link(pk, n);
+    CHECK(f->sent < f->ring.ctl->tail);
+    n = fm_net_output(sides[0].net, pk, 16, 1, now);
+    CHECK_EQ(count_data(pk, n, 0), 1);
+    CHECK(f->sent == f->ring.ctl->tail);
+    put_on_link(pk, n);
+    deliver_all();
+    CHECK_EQ(consume(&sides[1], &got, 54), 6);
+    CHECK_EQ(got, sent);
+    gather_packets = 0;
 }
 
 static void test_bad_packets(void)
@@ -868,6 +904,7 @@ int main(void)
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();
+    test_burst_gathers_datagrams();
     test_bad_packets();
     for (int i = 0; i < 2; i++)
         fm_net_free(sides[i].net);

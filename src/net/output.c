@@ -336,6 +336,29 @@ static uint64_t first_cut(const struct fm_net *net, const struct fm_session *s, 
     return full - used;
 }
 
+/*
+ * Whether a flow's data written in a burst, while earlier packets are in
+ * flight, waits for more, `emitted` packets into this output: a packet that
+ * is not full, and at the start of a datagram (gather_packets) what does
+ * not fill one. A send call costs about as much per datagram whatever it
+ * carries (a 16 KiB one 3.7 us, a 64 KiB one 6-7 us), and a stream of
+ * 16 KiB messages went a message a call. Gathered, 64 messages in flight
+ * moved 2.4x the bytes at 4 KiB, 1.5x at 16 KiB; MsgRate of 8 B 1.3x.
+ * What waits goes with the next message that fills it, once what is in
+ * flight is acknowledged, or at the next call that might wait (a flush):
+ * a burst's end waits for the program's next call into the library, as a
+ * short message always did (FM_NET_GATHER_US=0 ends bursts, and this).
+ * Not while the peer's grant paces the session (budget.c).
+ */
+static int gathers(const struct fm_net *net, const struct fm_session *s, uint32_t room,
+                   uint64_t avail, uint32_t emitted)
+{
+    if (avail < room)
+        return 1;
+    uint32_t per = net->p.gather_packets;
+    return per > 1 && !s->grant && emitted % per == 0 && avail < (uint64_t)room * per;
+}
+
 /* One pass of new_data over the live flows, from pkts[n]; returns the new
  * n. gather: a packet that is not full may wait (session_output);
  * *waited: a flow waited for an earlier one; *announced: a FLOW went;
@@ -363,15 +386,13 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
             *announced = 1;
         }
         scan_complete(f, f->ring.size);
-        uint32_t room = data_room(net, s);
+        uint32_t room = data_room(net, s), emitted = 0;
         while (n < max && window_open(net, s) && f->complete > f->sent) {
-            uint64_t len = FM_MIN(f->complete - f->sent, (uint64_t)room);
-            if (!fm_budget_allows(net, s, len, len == f->complete - f->sent))
+            uint64_t avail = f->complete - f->sent, len = FM_MIN(avail, (uint64_t)room);
+            if (!fm_budget_allows(net, s, len, len == avail))
                 break; /* until an ACK returns some of the peer's grant */
-            /* Gather small messages written in a burst while earlier ones are
-             * in flight; the burst's end goes at the next flush. */
-            if (len < room && gather && !f->ending &&
-                __atomic_load_n(&f->burst, __ATOMIC_RELAXED)) {
+            if (gather && !f->ending && __atomic_load_n(&f->burst, __ATOMIC_RELAXED) &&
+                gathers(net, s, room, avail, emitted)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
                          &s->gathering);
                 break;
@@ -381,6 +402,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
             uint32_t q = sequence(s, FM_OP_DATA, f->id, f->sent, (uint32_t)len, now);
             emit(net, s, q, &pkts[n++], now);
             f->sent += len;
+            emitted++;
         }
         if (f->ending && !f->stopped && f->complete == f->sent && n < max &&
             window_open(net, s)) {

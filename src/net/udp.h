@@ -44,6 +44,7 @@ struct fm_udp {
     uint32_t payload;        /* stream bytes per DATA packet (a multiple of 8) */
     size_t datagram_max;     /* bytes of the largest datagram (MTU less IP and UDP) */
     int gso, gro;            /* kernel offloads in use */
+    uint32_t send_packets;   /* full packets one datagram carries: GSO's segments, else 1 */
     int busy;                /* the last receive left datagrams queued */
     int connect_peers;       /* peers may get connected senders (one rail only: rails.c) */
     struct fm_udp_conn conn[FM_UDP_CONNECTED];

@@ -889,6 +889,15 @@ static uint32_t min_payload(const struct udp_link *nl)
     return p;
 }
 
+/* Full packets every rail's datagram carries. */
+static uint32_t min_send_packets(const struct udp_link *nl)
+{
+    uint32_t k = nl->rail[0].send_packets;
+    for (int r = 1; r < nl->nrails; r++)
+        k = FM_MIN(k, nl->rail[r].send_packets);
+    return k;
+}
+
 /* After the fence: reads the job key, starts the engine (and the progress
  * thread). */
 static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
@@ -904,6 +913,7 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         .ring_min = (uint32_t)cfg->net_ring_min,
         .rx_mem = (uint64_t)cfg->net_rx_mem,
         .payload = min_payload(nl),
+        .gather_packets = min_send_packets(nl),
         .nrails = nl->nrails,
         .rail_policy = (enum fm_rail_policy)cfg->rail_policy,
         .rail_query = cfg->rail_status == FM_RAIL_STATUS_QUERY,
