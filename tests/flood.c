@@ -63,8 +63,14 @@ static size_t craft(unsigned char *buf, uint64_t tag, uint8_t op, uint32_t seq,
     return sizeof(h) + plen;
 }
 
+/* The largest UDP payload kept: a whole datagram of the stream, which
+ * gathers its packets into GSO sends of up to 64 KiB (loopback's packets
+ * are 16 KiB). */
+#define CAP_MAX 65536
+#define CAPS 64
+
 /* Captured UDP payloads sent to the target port (by rank 0's stream). */
-static int capture(unsigned char (*pkts)[2048], size_t *lens, int max, uint16_t port)
+static int capture(unsigned char (*pkts)[CAP_MAX], size_t *lens, int max, uint16_t port)
 {
     int fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
     if (fd < 0)
@@ -82,7 +88,7 @@ static int capture(unsigned char (*pkts)[2048], size_t *lens, int max, uint16_t 
             continue;
         struct udphdr *udp = (struct udphdr *)(frame + ip->ihl * 4);
         size_t off = (size_t)ip->ihl * 4 + sizeof(*udp);
-        if (ntohs(udp->dest) != port || (size_t)r <= off || (size_t)r - off > 2048)
+        if (ntohs(udp->dest) != port || (size_t)r <= off || (size_t)r - off > CAP_MAX)
             continue;
         lens[n] = (size_t)r - off;
         memcpy(pkts[n], frame + off, lens[n]);
@@ -103,12 +109,12 @@ static void flooder(fm_ep *ep)
     uint64_t tag = fm_wire_job_tag(key), foreign = fm_wire_job_tag(other);
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     CHECK(fd >= 0);
-    static unsigned char cap[200][2048];
-    static size_t caplen[200];
-    int ncap = getenv("FLOOD_NOCAPTURE") ? 0 : capture(cap, caplen, 200, ntohs(to.sin_port));
+    static unsigned char cap[CAPS][CAP_MAX];
+    static size_t caplen[CAPS];
+    int ncap = getenv("FLOOD_NOCAPTURE") ? 0 : capture(cap, caplen, CAPS, ntohs(to.sin_port));
     if (ncap <= 0)
         fprintf(stderr, "flood: no packet capture (not root?): replays are crafted\n");
-    unsigned char buf[4096];
+    static unsigned char buf[CAP_MAX];
     srand(1234);
     uint64_t sent = 0;
     struct iovec seg[FM_SEGS_MAX];
