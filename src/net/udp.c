@@ -439,10 +439,10 @@ static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_
     return k;
 }
 
-/* A datagram that goes on its own, sealed just before: the next datagram
- * of a lone message (alone) after this one of pkts[i..j). Its receiver
- * starts on this one while the sender seals the next, and the stage keeps
- * one datagram, in cache when the kernel reads it. One-way times against
+/* Whether the datagram of pkts[i..j) leaves before the next one is sealed:
+ * both hold a lone message's packets (alone). Its receiver starts on one
+ * while the sender seals the next, and the stage keeps one datagram, in
+ * cache when the kernel reads it. One-way times against
  * one call for all: 128-256 KiB 0.89-0.92x, 64 KiB 0.96x. (In a stream,
  * where nobody waits for a message whole, a call a datagram cost
  * 0.93-0.97x of the bandwidth.) */
