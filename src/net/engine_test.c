@@ -797,11 +797,24 @@ static void test_burst_gathers_datagrams(void)
     put_on_link(pk, n);
     CHECK(f->sent < f->ring.ctl->tail);
     n = fm_net_output(sides[0].net, pk, 16, 1, now);
-    CHECK_EQ(count_data(pk, n, 0), 1);
+    CHECK_EQ(count_data(pk, n, 0), 1); /* a flush sends it */
     CHECK(f->sent == f->ring.ctl->tail);
     put_on_link(pk, n);
     deliver_all();
     CHECK_EQ(consume(&sides[1], &got, 54), 6);
+    /* Without a flush, what waits goes once what is in flight is acknowledged. */
+    write_msg(sides[0].net, f, 1000, 54, &sent);
+    n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK_EQ(count_data(pk, n, 0), 0);
+    pump_out(1, 0); /* arms the receiver's delayed ACK */
+    now += 1000000;
+    pump_out(1, 0);
+    deliver_all();
+    n = fm_net_output(sides[0].net, pk, 16, 0, now);
+    CHECK_EQ(count_data(pk, n, 1), 1); /* nothing in flight now: it goes alone */
+    put_on_link(pk, n);
+    deliver_all();
+    CHECK_EQ(consume(&sides[1], &got, 54), 1);
     CHECK_EQ(got, sent);
     gather_packets = 0;
 }
