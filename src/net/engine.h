@@ -154,9 +154,14 @@ struct fm_pkt_out {
     uint8_t rail;            /* the local rail (socket) it leaves on */
     uint8_t side_ok;         /* it may leave by a socket of its own (udp.c): the peer
                                 heard from us on this rail, so it knows our address */
-    uint8_t alone;           /* new DATA of a session with nothing in flight: a request
-                                or a reply, which its receiver waits for whole */
 };
+
+/* New DATA of a session with nothing in flight (FM_HDR_ALONE): a request or
+ * a reply, which its receiver waits for whole. */
+static inline int fm_pkt_alone(const struct fm_pkt_out *p)
+{
+    return (p->hdr.flags & FM_HDR_ALONE) != 0;
+}
 
 /* What the engine needs from the process it runs in. */
 struct fm_net_upcalls {

@@ -744,8 +744,7 @@ static int count_data(const struct fm_pkt_out *pk, int n, int alone)
     for (int i = 0; i < n; i++) {
         if (pk[i].hdr.op != FM_OP_DATA)
             continue;
-        CHECK_EQ(!!(pk[i].hdr.flags & FM_HDR_ALONE), pk[i].alone); /* its receiver learns it */
-        k += pk[i].alone == alone;
+        k += fm_pkt_alone(&pk[i]) == alone;
     }
     return k;
 }

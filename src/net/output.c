@@ -42,7 +42,6 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     }
     p->sub_len = 0;
     p->raw = 0;
-    p->alone = 0;
     p->token = 0;
     p->nbytes[0] = p->nbytes[1] = 0;
     p->rank = s->rank;
@@ -596,11 +595,9 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (!hold) {
         int first = n;
         n += new_data(net, s, pkts + n, max - n, gather, now, small_lead(pkts, n));
-        for (int i = first; i < n; i++) {
-            pkts[i].alone = (uint8_t)idle;
-            if (idle && pkts[i].hdr.op == FM_OP_DATA)
+        for (int i = first; idle && i < n; i++)
+            if (pkts[i].hdr.op == FM_OP_DATA)
                 pkts[i].hdr.flags |= FM_HDR_ALONE;
-        }
     }
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;

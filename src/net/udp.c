@@ -427,7 +427,7 @@ static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_
     int k = gso_run(pkts, i, j, n, full, total);
     /* (Not in a stream, where the receiver would only take smaller bites,
      * and send more ACKs: 0.85x of the bandwidth from 64 KiB up.) */
-    if (!pkts[i]->alone || !run_goes_on(pkts, i, k, n, full))
+    if (!fm_pkt_alone(pkts[k - 1]) || !run_goes_on(pkts, i, k, n, full))
         return k;
     size_t next_total = fm_pkt_len(pkts[k]);
     int next_end = gso_run(pkts, k, k + 1, n, next_total, &next_total);
@@ -440,15 +440,15 @@ static int gso_extend(struct fm_pkt_out *const *pkts, int i, int j, int n, size_
 }
 
 /* Whether the datagram of pkts[i..j) leaves before the next one is sealed:
- * both hold a lone message's packets (alone). Its receiver starts on one
- * while the sender seals the next, and the stage keeps one datagram, in
- * cache when the kernel reads it. One-way times against
- * one call for all: 128-256 KiB 0.89-0.92x, 64 KiB 0.96x. (In a stream,
+ * both end in a lone message's packets (fm_pkt_alone). Its receiver starts
+ * on one while the sender seals the next, and the stage keeps one
+ * datagram, in cache when the kernel reads it. One-way times against one
+ * call for all: 128-256 KiB 0.89-0.92x, 64 KiB 0.96x. (In a stream,
  * where nobody waits for a message whole, a call a datagram cost
  * 0.93-0.97x of the bandwidth.) */
 static int goes_alone(struct fm_pkt_out *const *pkts, int i, int j, int n)
 {
-    return j - i > 1 && j < n && pkts[i]->alone && pkts[j]->alone;
+    return j - i > 1 && j < n && fm_pkt_alone(pkts[j - 1]) && fm_pkt_alone(pkts[j]);
 }
 
 /* Turns pkts[0..n) into datagrams in u->tx, up to the end or the first
