@@ -6,7 +6,8 @@
   sweep.png    the sweep (message length x messages in flight) as heat maps of
                fastmsg / TCP, one per pair (loopback, and -net between namespaces)
   loss.png     1 MiB goodput by random loss rate on the link, fastmsg and TCP,
-               as a ratio to the loss-free figure of the same round
+               as a ratio to the loss-free figure of the same round (fastmsg:
+               the loss-free runs just before and after, report.loss_free_around)
   incast.png   incast goodput, fairness (min/max share) and the victim's p99 latency by number
                of senders (rows "test": "incast", "metric", "senders")
 
@@ -178,7 +179,7 @@ def plot_loss(plt, rows, path):
     ax.set_xticks(range(len(rates)))
     ax.set_xticklabels([f"{p * 100:g} %" for p in rates])
     ax.set_xlabel("random packet loss on the link (both directions)")
-    ax.set_ylabel("1 MiB goodput / loss-free, same round")
+    ax.set_ylabel("1 MiB goodput / loss-free around it, same round")
     ax.set_ylim(0, max(1.15, max(y for _, d in series for y in d.values()) * 1.1))
     ax.set_title("Goodput by loss rate")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
