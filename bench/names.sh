@@ -51,7 +51,8 @@ hosts() { # hosts LABEL TEST ARGS...: side 1 on host B, side 0 on host A, joined
   side1=$!
   ip netns exec "$A" "${env[@]}" timeout $limit "$FMPERF" "$@" --name-file "$file" --side 0 \
     --json | tag "$label" >>"$results"
-  report_exit "${PIPESTATUS[0]}" "$limit" "two hosts: $*"
+  # Side 1 waits for side 0 to the end of its time limit: not after a failure.
+  report_exit "${PIPESTATUS[0]}" "$limit" "two hosts: $*" || kill "$side1" 2>/dev/null
   wait "$side1"
   side1=
   rm -f "$file"
