@@ -334,6 +334,53 @@ def sweep_table(rows):
     return out
 
 
+def incast_rounds(rows, senders, metric):
+    """{round: (fastmsg, tcp)} of one metric of bench/incast.sh's runs."""
+    by = {}
+    for r in rows:
+        if (r.get("test") == "incast" and r.get("senders") == senders
+                and r.get("metric") == metric and "round" in r):
+            by.setdefault(r["round"], {})[r["transport"]] = r["value"]
+    return {k: (v["fastmsg"], v["tcp"]) for k, v in sorted(by.items())
+            if "fastmsg" in v and "tcp" in v}
+
+
+def incast_table(rows):
+    """Issue 11's incast goals, per count of senders: same-round ratios
+    against kernel TCP (CUBIC) through the same shaped port."""
+    counts = sorted({r["senders"] for r in rows if r.get("test") == "incast" and "round" in r})
+    if not counts:
+        return []
+    out = ["### Incast through a 1 Gbit/s port (bench/incast.sh), against kernel TCP (CUBIC)", "",
+           "N senders, each in its own namespace, stream 64 KiB messages into one receiver "
+           "while a victim ping-pongs 8 B with it through the same port. Each cell: the median "
+           "over rounds, per round in brackets.", "",
+           "| senders | goodput, fastmsg / TCP (goal >= 0.95x) | min/max share, fastmsg "
+           "(goal >= 0.8) / TCP | victim p99, fastmsg / TCP (goal <= 0.5x) | drops at the port, "
+           "fastmsg / TCP | port queue p50 / p99, fastmsg; TCP |",
+           "|---|---|---|---|---|---|"]
+
+    def ratio(pairs):
+        r = statistics.median(a / b for a, b in pairs.values())
+        return f"{r:.3f}x ({', '.join(f'{a / b:.2f}' for a, b in pairs.values())})"
+
+    def med(pairs, i):
+        return statistics.median(v[i] for v in pairs.values())
+
+    for n in counts:
+        good, share, p99 = (incast_rounds(rows, n, m) for m in ("goodput", "minmax", "victim_p99"))
+        drops, q50, q99 = (incast_rounds(rows, n, m)
+                           for m in ("port_drops", "port_backlog_p50", "port_backlog_p99"))
+        cells = [ratio(good) if good else "-",
+                 f"{med(share, 0):.2f} / {med(share, 1):.2f}" if share else "-",
+                 ratio(p99) if p99 else "-",
+                 f"{med(drops, 0):.2f} % / {med(drops, 1):.2f} %" if drops else "-",
+                 f"{med(q50, 0) / 1000:.0f} / {med(q99, 0) / 1000:.0f} KB; "
+                 f"{med(q50, 1) / 1000:.0f} / {med(q99, 1) / 1000:.0f} KB" if q50 and q99 else "-"]
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def sim_table(rows):
     sim = sorted((r for r in rows if r.get("test") == "incast_sim"),
                  key=lambda r: (r.get("cpu_wait_us", 0), r["senders"]))
@@ -381,6 +428,7 @@ def main():
     md += table(res, "connect", "Connection per message (seed 002): open, send, receive, close")
     md += sweep_table(rows)
     md += loss_table(rows)
+    md += incast_table(rows)
     md += sim_table(rows)
     text = "\n".join(md) + "\n"
     if a.out:
