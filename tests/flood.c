@@ -65,9 +65,15 @@ static size_t craft(unsigned char *buf, uint64_t tag, uint8_t op, uint32_t seq,
 
 /* The largest UDP payload kept: a whole datagram of the stream, which
  * gathers its packets into GSO sends of up to 64 KiB (loopback's packets
- * are 16 KiB). */
+ * are 16 KiB). Only its first packet is replayed. */
 #define CAP_MAX 65536
 #define CAPS 64
+
+/* Bytes of bad datagrams a burst sends at most. Every kind of bad datagram
+ * still comes many times a second; a flood of whole 64 KiB datagrams filled
+ * rank 1's socket faster than a sanitizer build on a loaded host drains it,
+ * and its peer's packets were lost with the flood for seconds. */
+#define BURST_BYTES (32u << 10)
 
 /* Captured UDP payloads sent to the target port (by rank 0's stream). */
 static int capture(unsigned char (*pkts)[CAP_MAX], size_t *lens, int max, uint16_t port)
@@ -115,6 +121,8 @@ static void flooder(fm_ep *ep)
     if (ncap <= 0)
         fprintf(stderr, "flood: no packet capture (not root?): replays are crafted\n");
     static unsigned char buf[CAP_MAX];
+    for (int i = 0; i < ncap; i++) /* a real packet: the datagram's first */
+        caplen[i] = fm_wire_packet_len(cap[i], caplen[i]);
     srand(1234);
     uint64_t sent = 0;
     struct iovec seg[FM_SEGS_MAX];
@@ -126,7 +134,8 @@ static void flooder(fm_ep *ep)
             fm_recv_done(ep);
             break;
         }
-        for (int k = 0; k < 64; k++, sent++) {
+        size_t burst = 0;
+        for (int k = 0; k < 64 && burst < BURST_BYTES; k++, sent++) {
             size_t len;
             switch (sent % 7) {
             case 0: /* garbage */
@@ -185,6 +194,7 @@ static void flooder(fm_ep *ep)
             }
             }
             sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+            burst += len;
         }
         usleep(200);
     }
