@@ -951,9 +951,16 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
     return 0;
 }
 
-/* Runs the engine until nothing is outstanding or the time is up. */
-static int drain(struct udp_link *nl, uint64_t until)
+/*
+ * Runs the engine until nothing is outstanding, or until nothing more was
+ * acknowledged for quiet_ns. A receiver that reads slowly but reads still
+ * gets everything: bounding the whole drain instead lost the end of a
+ * stream whose reader took longer than FM_NET_TIMEOUT_MS to catch up (a
+ * loaded host, tests/flood.c under sanitizers).
+ */
+static int drain(struct udp_link *nl, uint64_t quiet_ns)
 {
+    uint64_t last = UINT64_MAX, until = fm_now_ns() + quiet_ns;
     for (;;) {
         pthread_mutex_lock(&nl->lock);
         run(nl, 1, fm_now_ns());
@@ -963,8 +970,12 @@ static int drain(struct udp_link *nl, uint64_t until)
         uint64_t now = fm_now_ns();
         if (!left)
             return 0;
-        if (now >= until)
+        if (left < last) {
+            last = left;
+            until = now + quiet_ns;
+        } else if (now >= until) {
             return -1;
+        }
         struct pollfd pfd[FM_RAILS_MAX];
         for (int r = 0; r < nl->nrails; r++)
             pfd[r] = (struct pollfd){.fd = nl->rail[r].fd, .events = POLLIN};
@@ -1013,20 +1024,20 @@ static void udp_stats(fm_ctx *ctx, void *state, FILE *out)
     fprintf(out, "%s\n", line);
 }
 
-/* Sends what is outstanding (bounded by FM_NET_TIMEOUT_MS), says goodbye,
- * and frees everything. */
+/* Sends what is outstanding (while the peers acknowledge it, and for
+ * FM_NET_TIMEOUT_MS after they stop), says goodbye, and frees everything. */
 static void udp_teardown(fm_ctx *ctx, void *state)
 {
     struct udp_link *nl = state;
     if (nl->engine) {
-        uint64_t until = fm_now_ns() + (uint64_t)fm_core_cfg(ctx)->net_timeout_ms * 1000000u;
-        if (drain(nl, until) < 0)
-            fm_warn("net", "finalize: data to some peers was not acknowledged within "
-                           "FM_NET_TIMEOUT_MS and may be lost");
+        uint64_t quiet = (uint64_t)fm_core_cfg(ctx)->net_timeout_ms * 1000000u;
+        if (drain(nl, quiet) < 0)
+            fm_warn("net", "finalize: some peers acknowledged nothing for FM_NET_TIMEOUT_MS; "
+                           "data sent to them may be lost");
         pthread_mutex_lock(&nl->lock);
         fm_net_bye(nl->engine);
         pthread_mutex_unlock(&nl->lock);
-        drain(nl, FM_MIN(until, fm_now_ns() + 200000000u));
+        drain(nl, FM_MIN(quiet, 200000000u));
     }
     if (nl->thread_on) {
         __atomic_store_n(&nl->stop, 1, __ATOMIC_RELEASE);
