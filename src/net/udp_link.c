@@ -953,10 +953,10 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
 
 /*
  * Runs the engine until nothing is outstanding, or until nothing more was
- * acknowledged for quiet_ns. A receiver that reads slowly but reads still
- * gets everything: bounding the whole drain instead lost the end of a
- * stream whose reader took longer than FM_NET_TIMEOUT_MS to catch up (a
- * loaded host, tests/flood.c under sanitizers).
+ * acknowledged for quiet_ns. A peer that still acknowledges, however
+ * slowly (a loaded host, a lossy path), gets everything; only the silence
+ * that would declare it lost ends the wait. (A bound on the whole drain
+ * left the end of a stream behind whenever repairs took that long.)
  */
 static int drain(struct udp_link *nl, uint64_t quiet_ns)
 {
