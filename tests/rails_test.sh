@@ -36,6 +36,24 @@ run_stream() { # run_stream BYTES [env...]: a stream from rank 0 (host A) to ran
   env FMT_STREAM_BYTES="$bytes" "$@" "$FMRUN" "${launch[@]}" -n 2 "$CONF" stream 2>"$tmp/err"
 }
 
+# One rail through a port with a shallow buffer (a tbf of 64 KB, as a
+# switch port's share might be): the congestion window keeps the stream
+# from overflowing it at every round trip. Without it, 77 % of the packets
+# sent were retransmissions; with it, 12 %, most while the first rounds
+# find the port's size.
+tc -n "$A" qdisc replace dev "$(rail_dev 0 a)" root tbf rate 200mbit burst 32kb limit 64kb
+if run_stream $((32 << 20)) FM_RAILS="$(rails_spec 0)"; then
+  sent=$(stat tx_packets 0) fast=$(stat retransmits_fast 0) rto=$(stat retransmits_timeout 0)
+  cuts=$(stat cwnd_cuts 0)
+  if [ "${cuts:-0}" -ge 1 ] && [ $((4 * (${fast:-0} + ${rto:-0}))) -lt "${sent:-0}" ]; then
+    pass "a port with a 64 KB buffer: exactly once, in order, $((fast + rto)) of $sent packets resent"
+  else
+    fail "a port with a 64 KB buffer: $fast + $rto of $sent packets resent, $cuts window cuts"
+  fi
+else
+  fail "a port with a 64 KB buffer: the stream failed"
+fi
+
 for i in 0 1 2; do rails_shape $i 200mbit; done
 
 # Two and three equal rails: the stream uses every one, each a fair share.

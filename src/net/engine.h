@@ -216,6 +216,7 @@ enum fm_net_counter {
     FM_NC_PEERS_LOST, FM_NC_RAIL_DOWN, FM_NC_RAIL_UP,
     FM_NC_RING_RX_BYTES, FM_NC_RING_TX_BYTES, /* gauges: bytes of receive and send rings now */
     FM_NC_RING_GROWN, FM_NC_PLACED, /* DATA after a gap laid into its ring at once */
+    FM_NC_CWND_CUTS, /* congestion windows cut after a round that overflowed a port */
     FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];

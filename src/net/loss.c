@@ -40,6 +40,7 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
         s->srtt = (7 * s->srtt + rtt) / 8;
     }
     s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
+    s->rtt_min = s->rtt_min ? FM_MIN(s->rtt_min, rtt) : rtt;
     fm_budget_rtt(net, rtt, now);
     s->rto = base_rto(net, s);
 }
@@ -157,6 +158,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
         uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
         if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
             fm_loss_mark_due(s, e);
+            fm_cwnd_lost(s);
             net->nc[FM_NC_RETX_FAST]++;
             mark_pending(net, s);
         }
@@ -197,6 +199,7 @@ static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, 
             e->sacked = 1;
             e->due = 0; /* the peer holds it: a retransmission would be a duplicate */
             unlist(s, q);
+            fm_cwnd_delivered(s, e->len);
             fm_rail_acked(s, e, now);
             if (!e->retx) {
                 rack_delivered(&s->rail[e->rail], e, q);
@@ -228,11 +231,14 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             if (!e->retx)
                 rack_delivered(sr, e, q);
             fm_rail_acked(s, e, now);
-            if (!e->sacked)
+            if (!e->sacked) {
                 unlist(s, q);
+                fm_cwnd_delivered(s, e->len);
+            }
             e->op = 0;
         }
         s->snd_una = ack;
+        fm_cwnd_round(net, s, now);
         if (ack == s->snd_nxt)
             s->status_fresh = 0; /* rail_query: the next burst asks again */
         /* Progress ends a timeout's backoff (as Linux TCP does): in a lossy
@@ -332,6 +338,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
             struct txent *t = txent_at(s, q);
             if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
                 fm_loss_mark_due(s, t);
+                fm_cwnd_lost(s);
                 net->nc[FM_NC_RETX_TIMEOUT]++;
                 break;
             }

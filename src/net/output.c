@@ -230,6 +230,15 @@ static int has_new_data(struct fm_session *s)
     return 0;
 }
 
+/* Whether len more bytes of DATA may go now: under the peer's grant
+ * (budget.c; last: they are all their flow has to send) and our
+ * congestion window (cwnd.c). */
+static int may_send(const struct fm_net *net, const struct fm_session *s, uint64_t len, int last)
+{
+    return fm_budget_allows(net, s, len, last) &&
+           fm_cwnd_allows(s, s->cwnd ? fm_session_inflight(net, s) : 0, len);
+}
+
 /* Retransmissions first: they hold the receiver's window. The window is
  * walked only after a packet was marked due: a stream's output runs at
  * every send and every read of the sockets, and its window holds hundreds
@@ -249,7 +258,7 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
          * its turn resends nothing until then, but for the oldest packet
          * (the timeout's, one per timeout): packets lost in a burst still
          * count in flight until found lost, and would hold the grant. */
-        if (e->op == FM_OP_DATA && q != s->snd_una && !fm_budget_allows(net, s, e->len, 0))
+        if (e->op == FM_OP_DATA && q != s->snd_una && !may_send(net, s, e->len, 0))
             break;
         emit(net, s, q, &pkts[n++], now);
         e->due = 0;
@@ -388,8 +397,8 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
         uint32_t room = data_room(net, s), emitted = 0;
         while (n < max && window_open(net, s) && f->complete > f->sent) {
             uint64_t avail = f->complete - f->sent, len = FM_MIN(avail, (uint64_t)room);
-            if (!fm_budget_allows(net, s, len, len == avail))
-                break; /* until an ACK returns some of the peer's grant */
+            if (!may_send(net, s, len, len == avail))
+                break; /* until an ACK returns some of the grant or the window */
             if (gather && !f->ending && __atomic_load_n(&f->burst, __ATOMIC_RELAXED) &&
                 gathers(net, s, room, avail, emitted)) {
                 list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,

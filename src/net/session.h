@@ -175,6 +175,14 @@ struct fm_session {
     uint8_t nsack_seen;
     uint64_t srtt, rttvar, rto;
     uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
+    uint64_t rtt_min;      /* the shortest round trip measured */
+    /* The congestion window (cwnd.c): bytes in flight allowed, 0 for no
+     * limit; the current round, which ends when cc_end is acknowledged,
+     * and what it delivered and lost. */
+    uint64_t cwnd;
+    uint32_t cc_end, cc_delivered, cc_lost;
+    uint64_t cc_bytes, cc_t_start;
+    uint8_t cc_recovering; /* the round after a cut: its losses are the cut's */
     uint64_t t_last_tx, t_last_rx;
 
     /* receive */
@@ -412,6 +420,23 @@ uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *
  * they are all its flow has to send (a small message, when waiting). */
 int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len,
                      int last);
+
+/* cwnd.c */
+/* Packets of len bytes were delivered (cumulatively or selectively
+ * acknowledged for the first time), or found lost. */
+static inline void fm_cwnd_delivered(struct fm_session *s, uint32_t len)
+{
+    s->cc_delivered++;
+    s->cc_bytes += len;
+}
+static inline void fm_cwnd_lost(struct fm_session *s) { s->cc_lost++; }
+/* The acknowledgement moved: a round that is over is judged. */
+void fm_cwnd_round(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* Whether len more bytes may go with inflight in flight. */
+static inline int fm_cwnd_allows(const struct fm_session *s, uint64_t inflight, uint64_t len)
+{
+    return !s->cwnd || inflight == 0 || inflight + len <= s->cwnd;
+}
 
 /* flow.c */
 /* A flow is over and acknowledged: freed now or when its last route lets go. */

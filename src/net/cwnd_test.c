@@ -1,0 +1,127 @@
+/* The sender's congestion window: none until a round trip overflows a
+ * port; then cut to the path's capacity once per episode, never below its
+ * floor, grown back by clean rounds until it no longer limits. Random loss
+ * of a few percent never cuts it. */
+#include "net/session.h"
+#include "testing/fmtest.h"
+
+#include <string.h>
+
+#define PAYLOAD 1400
+#define RING (1u << 20)
+#define RTT_NS 100000u
+
+static struct fm_net *make(void)
+{
+    struct fm_net_params p = {
+        .rank = 0, .size = 2, .epoch = 0x4321u, .ring_size = RING, .payload = PAYLOAD,
+        .timeout_ns = 2000000000ull, .rto_min_ns = 1000000, .rto_max_ns = 200000000,
+        .ack_delay_ns = 200000, .nrails = 1, .rail_heartbeat_ns = 3000000,
+    };
+    memset(p.key, 7, sizeof(p.key));
+    return fm_net_new(&p);
+}
+
+static uint64_t now = 1000000000;
+static uint64_t rng = 88172645463325252ull;
+
+static int lost_at_random(unsigned percent_x10)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng % 1000 < percent_x10;
+}
+
+/* One round trip of n packets, `lost` of them lost (or, with lost < 0,
+ * each lost with probability -lost per mille), taking rtt_ns: the ACK
+ * that ends it covers everything sent when it began. */
+static void round_trip(struct fm_net *net, struct fm_session *s, uint32_t n, int lost,
+                       uint64_t rtt_ns)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int gone = lost < 0 ? lost_at_random((unsigned)-lost) : i < (uint32_t)lost;
+        if (gone)
+            fm_cwnd_lost(s);
+        else
+            fm_cwnd_delivered(s, PAYLOAD);
+    }
+    s->snd_nxt += n;
+    s->snd_una = s->snd_nxt;
+    now += rtt_ns;
+    fm_cwnd_round(net, s, now);
+}
+
+int main(void)
+{
+    struct fm_net *net = make();
+    CHECK(net != NULL);
+    struct fm_session *s = fm_session_get(net, 1);
+    CHECK(s != NULL);
+    s->rtt_min = RTT_NS;
+    uint64_t floor = 2 * ACK_EVERY * PAYLOAD;
+
+    /* No window at first, whatever is in flight. */
+    CHECK_EQ(s->cwnd, 0u);
+    CHECK(fm_cwnd_allows(s, 64u << 20, 1 << 20));
+
+    /* 1 % and 3 % random loss, in rounds of 64 to 700 packets: no cut. */
+    for (int r = 0; r < 20000; r++)
+        round_trip(net, s, 64 + (uint32_t)r % 637, r % 2 ? -10 : -30, RTT_NS);
+    CHECK_EQ(s->cwnd, 0u);
+
+    /* Rounds smaller than the smallest judged one are not judged alone:
+     * two rounds of 30 packets, every one lost, then a clean round of 40
+     * judge 100 packets, 60 lost. */
+    for (int r = 0; r < 2; r++)
+        round_trip(net, s, 30, 30, RTT_NS);
+    CHECK_EQ(s->cwnd, 0u);
+    round_trip(net, s, 40, 0, RTT_NS);
+    CHECK(s->cwnd != 0);
+
+    /* A clean recovery round, then a port that overflows: 700 packets in a
+     * round trip 20 times the unloaded one, a fifth lost. The cut is to two
+     * unloaded round trips at the round's delivery rate, not only half. */
+    round_trip(net, s, 700, 0, RTT_NS);
+    s->cwnd = 0;
+    s->cc_recovering = 0;
+    round_trip(net, s, 700, 140, 20 * RTT_NS);
+    uint64_t delivered = 560u * PAYLOAD;
+    CHECK_EQ(s->cwnd, FM_MAX(2 * delivered / 20, floor));
+    CHECK(fm_cwnd_allows(s, 0, 1 << 20));      /* nothing in flight: a packet goes */
+    CHECK(!fm_cwnd_allows(s, s->cwnd, PAYLOAD)); /* a full window: nothing more */
+
+    /* The next round brings the losses of packets sent before the cut: it
+     * is not judged. */
+    uint64_t cut = s->cwnd;
+    round_trip(net, s, 80, 40, RTT_NS);
+    CHECK_EQ(s->cwnd, cut);
+
+    /* A round that overflows again cuts by half at least, never below the
+     * floor. */
+    for (int r = 0; r < 8; r++) {
+        uint64_t before = s->cwnd;
+        round_trip(net, s, 200, 100, RTT_NS);
+        CHECK(s->cwnd <= FM_MAX(before / 2, floor));
+        CHECK(s->cwnd >= floor);
+        round_trip(net, s, 64, 0, RTT_NS); /* the recovery round */
+    }
+    CHECK_EQ(s->cwnd, floor);
+
+    /* Clean rounds grow it by a sixteenth each, until it is larger than
+     * the ring's credit: then there is no window any more. */
+    int rounds = 0;
+    for (uint64_t last = s->cwnd; s->cwnd && rounds < 1000; rounds++) {
+        round_trip(net, s, 64, 0, RTT_NS);
+        CHECK(s->cwnd == 0 || s->cwnd > last);
+        last = s->cwnd;
+    }
+    CHECK_EQ(s->cwnd, 0u);
+    CHECK(rounds > 30 && rounds < 100);
+
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(net, nc, dr);
+    CHECK_EQ(nc[FM_NC_CWND_CUTS], 1u + 1u + 8u);
+    fm_net_free(net);
+    return 0;
+}
