@@ -5,7 +5,9 @@
 # Bandwidth under loss twice: with FM_FAULT's drops on send (fastmsg only:
 # each packet, data or ack, is lost once with 1 %, as on a lossy link) and with
 # real random loss on the link at 0, 0.1 % and 1 % (fastmsg, kernel TCP and
-# iperf3; rows carry "loss": P and "loss_on": "link").
+# iperf3; rows carry "loss": P and "loss_on": "link"). Then bandwidth and
+# latency, fastmsg against TCP, through the link shaped into a port slower
+# than the sender with a shallow buffer (rows carry "port": "1gbit/64kb").
 #   bench/net.sh [--quick] [--loss]   (root; run by bench/run.sh)
 # --quick: one round and no full tables; --loss: only the rounds' runs under
 # loss (FM_FAULT and on the link), for work on loss recovery.
@@ -108,6 +110,12 @@ link_loss() { # link_loss P: drop each packet received on either end with probab
         bytecode "4,32 0 0 4294963256,53 1 0 $t,6 0 0 2,6 0 0 0" da || return 1
   done
 }
+# A port slower than the sender, with a shallow buffer: rail 0's sending end
+# shaped to 1 Gbit/s with 64 KB of buffer (a tbf, as a switch port's
+# share of a buffer might be), fastmsg and TCP (CUBIC) through it.
+# shallow: labels the rows of a run through it.
+SHALLOW=1gbit/64kb
+shallow() { sed "s|^{|{\"port\": \"$SHALLOW\", |"; }
 # lossy P: labels rows of a run with real loss P on the link.
 lossy() { sed "s/^{/{\"loss\": $1, \"loss_on\": \"link\", \"tcp_cc\": \"$loss_cc\", /"; }
 loss_cc=cubic
@@ -157,6 +165,17 @@ for r in $(seq 1 $rounds); do
     log "cannot set gso_max_segs 1: no runs with real loss"
   fi
   link_loss_teardown
+  dev=$(rail_dev 0 a)
+  if tc -n "$A" qdisc replace dev "$dev" root tbf rate "${SHALLOW%/*}" burst 32kb \
+    limit "${SHALLOW#*/}"; then
+    log "through a port of $SHALLOW"
+    FMPERF_TCP_CC=$loss_cc perf bw --sizes 1M --iters 256 --peer tcp | shallow | round "$r"
+    FMPERF_TCP_CC=$loss_cc perf latency --sizes 64K,1M --iters 200 --peer tcp | shallow |
+      round "$r"
+    tc -n "$A" qdisc del dev "$dev" root
+  else
+    log "cannot shape $dev (tc tbf): no runs through a shallow port"
+  fi
 done
 if [ $quick -eq 0 ] && [ $only_loss -eq 0 ]; then
   # The ranges of issue 11's goals: latency 0 B-4 MiB against TCP, the

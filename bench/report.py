@@ -101,7 +101,8 @@ def round_values(rows, test, size, label, ranks=2, recv="copy"):
     """{round: value} of one figure in the goal rounds."""
     out = {}
     for r in rows:
-        if "round" not in r or r["test"] != test or r["size"] != size or "loss" in r:
+        if ("round" not in r or r["test"] != test or r["size"] != size or "loss" in r
+                or "port" in r):
             continue
         if r["transport"] != label or r.get("ranks", 2) != ranks:
             continue
@@ -180,9 +181,13 @@ def net_goals(rows):
            "| figure | fastmsg | reference | ratio (per round) | goal | |",
            "|---|---|---|---|---|---|"]
 
-    def row(name, test, size, ours, ref, refname, goal, limit, lower):
-        a = round_values(rows, test, size, ours)
-        b = round_values(rows, test, size, ref)
+    def row(name, test, size, ours, ref, refname, goal, limit, lower, port=None):
+        if port:
+            a = port_values(rows, test, size, ours, port)
+            b = port_values(rows, test, size, ref, port)
+        else:
+            a = round_values(rows, test, size, ours)
+            b = round_values(rows, test, size, ref)
         common = sorted(set(a) & set(b))
         if not common:
             return f"| {name} | - | {refname}: - | - | {goal} | not measured |"
@@ -230,7 +235,25 @@ def net_goals(rows):
                    f"same link settings, runs before and after: "
                    f"{statistics.median(b[k] for k in common):.3f} | "
                    f"{r:.2f}x ({per}) | >= 0.9x | {'met' if r >= 0.9 else 'NOT met'} |")
+    for port in sorted({r["port"] for r in rows if "port" in r}):
+        rate, buf = port.split("/")  # tc's units: 1gbit, 64kb
+        rate = rate.replace("gbit", " Gbit/s").replace("mbit", " Mbit/s")
+        where = f"through a {rate} port with a {buf.replace('kb', ' KB')} buffer"
+        out.append(row(f"goodput {where}, 1 MiB (MB/s)", "bw", 1 << 20, "fastmsg-net",
+                       "tcp-net", "TCP (CUBIC), same port", ">= 0.95x", 0.95, False, port))
+        for size in (1 << 16, 1 << 20):
+            out.append(row(f"{human(size)} one-way latency {where} (us)", "latency", size,
+                           "fastmsg-net", "tcp-net", "TCP (CUBIC), same port", "<= 1x", 1, True,
+                           port))
     return out + [""]
+
+
+def port_values(rows, test, size, label, port):
+    """{round: value} of one figure in the goal rounds' runs through a
+    shaped port (bench/net.sh's shallow port)."""
+    return {r["round"]: r["value"] for r in rows
+            if r.get("port") == port and "round" in r and r["test"] == test
+            and r["size"] == size and r["transport"] == label}
 
 
 LOSS_LABELS = ["fastmsg-net", "tcp-net", "iperf3-tcp"]
