@@ -1,7 +1,8 @@
 /* The sender's congestion window: none until a round trip overflows a
  * port; then cut to the path's capacity once per episode, never below its
- * floor, grown back by clean rounds until it no longer limits. Random loss
- * of a few percent never cuts it. */
+ * floor, grown back by clean rounds until it no longer limits, but not
+ * while every packet of a round waits in a queue. Random loss of a few
+ * percent never cuts it. */
 #include "net/session.h"
 #include "testing/fmtest.h"
 
@@ -107,6 +108,16 @@ int main(void)
         round_trip(net, s, 64, 0, RTT_NS); /* the recovery round */
     }
     CHECK_EQ(s->cwnd, floor);
+
+    /* A clean round whose every packet waited in a queue (its shortest
+     * round trip is 5 times the path's) does not grow it; one whose
+     * shortest is the path's does. */
+    s->cc_rtt_round = 5 * RTT_NS;
+    round_trip(net, s, 64, 0, RTT_NS);
+    CHECK_EQ(s->cwnd, floor);
+    s->cc_rtt_round = RTT_NS + RTT_NS / 2;
+    round_trip(net, s, 64, 0, RTT_NS);
+    CHECK(s->cwnd > floor);
 
     /* Clean rounds grow it by a sixteenth each, until it is larger than
      * the ring's credit: then there is no window any more. */

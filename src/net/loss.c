@@ -41,6 +41,7 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
     }
     s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
     s->rtt_min = s->rtt_min ? FM_MIN(s->rtt_min, rtt) : rtt;
+    s->cc_rtt_round = s->cc_rtt_round ? FM_MIN(s->cc_rtt_round, rtt) : rtt;
     fm_budget_rtt(net, rtt, now);
     s->rto = base_rto(net, s);
 }

@@ -182,6 +182,7 @@ struct fm_session {
     uint64_t cwnd;
     uint32_t cc_end, cc_delivered, cc_lost;
     uint64_t cc_bytes, cc_t_start;
+    uint64_t cc_rtt_round; /* the round's shortest round trip, 0 before one */
     uint8_t cc_recovering; /* the round after a cut: its losses are the cut's */
     uint64_t t_last_tx, t_last_rx;
 
