@@ -254,10 +254,11 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         struct txent *e = txent_at(s, q);
         if (!e->due || !e->op)
             continue;
-        /* Under the receiver's budget like new data: a sender waiting for
-         * its turn resends nothing until then, but for the oldest packet
-         * (the timeout's, one per timeout): packets lost in a burst still
-         * count in flight until found lost, and would hold the grant. */
+        /* Under the receiver's budget and our window like new data: a
+         * sender waiting for its turn resends nothing until then, but for
+         * the oldest packet (the timeout's, one per timeout): packets lost
+         * in a burst still count in flight until found lost, and would
+         * hold the grant. */
         if (e->op == FM_OP_DATA && q != s->snd_una && !may_send(net, s, e->len, 0))
             break;
         emit(net, s, q, &pkts[n++], now);
