@@ -59,8 +59,6 @@
  * at a thousand senders into 1 Gbit/s, and 1000 senders probing every 20 ms
  * sent 55,000 PINGs a second (tests/incast_sim). */
 #define PAUSE_PROBE_DOUBLINGS 4
-/* The smallest round trip is forgotten after this long. */
-#define RTT_MIN_LIFE_NS 10000000000ull
 
 static uint64_t rtt_min(const struct fm_net *net)
 {

@@ -25,6 +25,9 @@
 
 /* Received packets an ACK waits for before it goes on its own. */
 #define ACK_EVERY 16
+/* A smallest round trip is forgotten after this long: the path may have
+ * changed (budget.c, cwnd.c). */
+#define RTT_MIN_LIFE_NS 10000000000ull
 /* How many packets an ACK_EVERY acknowledgement may wait, at most, while a
  * message arrives or the program answers it; and how many a session may
  * receive without sending DATA back before it counts as a one-way stream,
@@ -175,7 +178,7 @@ struct fm_session {
     uint8_t nsack_seen;
     uint64_t srtt, rttvar, rto;
     uint64_t rtt_peak;     /* the longest recent round trip, slowly forgotten */
-    uint64_t rtt_min;      /* the shortest round trip measured */
+    uint64_t rtt_min, t_rtt_min; /* the shortest recent round trip, and when */
     /* The congestion window (cwnd.c): bytes in flight allowed, 0 for no
      * limit; the current round, which ends when cc_end is acknowledged,
      * and what it delivered and lost. */
