@@ -54,6 +54,23 @@ else
   fail "a port with a 64 KB buffer: the stream failed"
 fi
 
+# The window is the session's, across rails: with only rail 1's port
+# shallow, both rails still carry their share.
+rails_shape 0 200mbit
+tc -n "$A" qdisc replace dev "$(rail_dev 1 a)" root tbf rate 200mbit burst 32kb limit 64kb
+if run_stream $((32 << 20)) FM_RAILS="$(rails_spec 0 1)"; then
+  sent=$(stat tx_packets 0) fast=$(stat retransmits_fast 0) rto=$(stat retransmits_timeout 0)
+  r0=$(stat rail0_tx_bytes 0) r1=$(stat rail1_tx_bytes 0)
+  if [ $((4 * (${fast:-0} + ${rto:-0}))) -lt "${sent:-0}" ] && [ "${r0:-0}" -gt $((8 << 20)) ] &&
+    [ "${r1:-0}" -gt $((8 << 20)) ]; then
+    pass "2 rails, one port with a 64 KB buffer: exactly once, in order, shares $r0 and $r1 bytes"
+  else
+    fail "2 rails, one port with a 64 KB buffer: shares $r0 and $r1, $fast + $rto of $sent resent"
+  fi
+else
+  fail "2 rails, one port with a 64 KB buffer: the stream failed"
+fi
+
 for i in 0 1 2; do rails_shape $i 200mbit; done
 
 # Two and three equal rails: the stream uses every one, each a fair share.
