@@ -46,7 +46,8 @@ if run_stream $((32 << 20)) FM_RAILS="$(rails_spec 0)"; then
   sent=$(stat tx_packets 0) fast=$(stat retransmits_fast 0) rto=$(stat retransmits_timeout 0)
   cuts=$(stat cwnd_cuts 0)
   if [ "${cuts:-0}" -ge 1 ] && [ $((4 * (${fast:-0} + ${rto:-0}))) -lt "${sent:-0}" ]; then
-    pass "a port with a 64 KB buffer: exactly once, in order, $((fast + rto)) of $sent packets resent"
+    pass "a port with a 64 KB buffer: exactly once, in order, $((fast + rto)) of $sent \
+packets resent"
   else
     fail "a port with a 64 KB buffer: $fast + $rto of $sent packets resent, $cuts window cuts"
   fi
@@ -63,7 +64,8 @@ if run_stream $((32 << 20)) FM_RAILS="$(rails_spec 0 1)"; then
   r0=$(stat rail0_tx_bytes 0) r1=$(stat rail1_tx_bytes 0)
   if [ $((4 * (${fast:-0} + ${rto:-0}))) -lt "${sent:-0}" ] && [ "${r0:-0}" -gt $((8 << 20)) ] &&
     [ "${r1:-0}" -gt $((8 << 20)) ]; then
-    pass "2 rails, one port with a 64 KB buffer: exactly once, in order, shares $r0 and $r1 bytes, $((fast + rto)) of $sent packets resent"
+    pass "2 rails, one port with a 64 KB buffer: exactly once, in order, shares $r0 and \
+$r1 bytes, $((fast + rto)) of $sent packets resent"
   else
     fail "2 rails, one port with a 64 KB buffer: shares $r0 and $r1, $fast + $rto of $sent resent"
   fi
