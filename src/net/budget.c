@@ -67,10 +67,7 @@ static uint64_t rtt_min(const struct fm_net *net)
 
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
 {
-    if (!net->rtt_min || rtt < net->rtt_min || now - net->t_rtt_min > RTT_MIN_LIFE_NS) {
-        net->rtt_min = FM_MAX(rtt, 1);
-        net->t_rtt_min = now;
-    }
+    fm_rtt_min_update(&net->rtt_min, &net->t_rtt_min, rtt, now);
 }
 
 /* An epoch is at most this many times its base (a rate measured low, as

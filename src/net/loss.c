@@ -40,10 +40,7 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
         s->srtt = (7 * s->srtt + rtt) / 8;
     }
     s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
-    if (!s->rtt_min || rtt < s->rtt_min || now - s->t_rtt_min > RTT_MIN_LIFE_NS) {
-        s->rtt_min = rtt;
-        s->t_rtt_min = now;
-    }
+    fm_rtt_min_update(&s->rtt_min, &s->t_rtt_min, rtt, now);
     s->cc_rtt_round = s->cc_rtt_round ? FM_MIN(s->cc_rtt_round, rtt) : rtt;
     fm_budget_rtt(net, rtt, now);
     s->rto = base_rto(net, s);

@@ -28,6 +28,16 @@
 /* A smallest round trip is forgotten after this long: the path may have
  * changed (budget.c, cwnd.c). */
 #define RTT_MIN_LIFE_NS 10000000000ull
+
+/* Keeps *min the smallest round trip of the last RTT_MIN_LIFE_NS (*t: when
+ * it was taken); never 0 once a sample came. */
+static inline void fm_rtt_min_update(uint64_t *min, uint64_t *t, uint64_t rtt, uint64_t now)
+{
+    if (!*min || rtt < *min || now - *t > RTT_MIN_LIFE_NS) {
+        *min = rtt ? rtt : 1;
+        *t = now;
+    }
+}
 /* How many packets an ACK_EVERY acknowledgement may wait, at most, while a
  * message arrives or the program answers it; and how many a session may
  * receive without sending DATA back before it counts as a one-way stream,
