@@ -80,7 +80,11 @@ struct shm_ep {
     struct fm_seg_ep *dir;
     int slot;
     uint32_t gen; /* its directory generation: the rings claimed for it carry it */
-    struct fm_rx *rx; /* [nsenders * ep_max] */
+    /* [nsenders * ep_max], made at the first claim: an endpoint that only
+     * the network reaches (a connection per message between nodes) never
+     * needs its 12 KB, nor a look at every ring of its area */
+    struct fm_rx *rx;
+    uint32_t claims_seen; /* the directory's nclaimed when refresh last looked */
     struct shm_ep *next, **pprev; /* the open endpoints, under shm->lock */
 };
 
@@ -665,7 +669,7 @@ static void named_gone(struct fm_shm *shm, struct shm_proc *p, int peer)
     if (s >= 0) {
         shm->slot_dead[s] = 1;
         for (struct shm_ep *se = shm->eps; se; se = se->next)
-            for (int e = 0; e < shm->ep_max; e++)
+            for (int e = 0; se->rx && e < shm->ep_max; e++)
                 if (se->rx[s * shm->ep_max + e].ring.ctl)
                     fm_core_rx_end(&se->rx[s * shm->ep_max + e]);
         if (!shm->slot_rings[s])
@@ -694,7 +698,7 @@ static void free_slot(struct fm_shm *shm, int s)
         for (int k = 0; k < shm->ep_max; k++) {
             int i = s * shm->ep_max + k;
             struct fm_ring_ctl *ctl = fm_seg_ctl(own, se->slot, i);
-            if (se->rx[i].ring.ctl || !__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
+            if ((se->rx && se->rx[i].ring.ctl) || !__atomic_load_n(&ctl->claimed, __ATOMIC_ACQUIRE))
                 continue;
             fallocate(shm->procs[shm->my_proc].memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                       seg_off(own, fm_seg_data(own, se->slot, i)), (off_t)own->ring_size);
@@ -717,18 +721,13 @@ static int shm_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
     struct fm_seg_hdr *h = shm->seg;
     int slot = fm_core_ep_slot(ep);
     struct shm_ep *se = calloc(1, sizeof(*se));
-    if (se)
-        se->rx = calloc((size_t)shm->nsenders * (size_t)shm->ep_max, sizeof(*se->rx));
-    if (!se || !se->rx) {
-        free(se);
+    if (!se)
         return FM_ENOMEM;
-    }
     /* The ring controls are committed once per slot and kept. */
     if (!shm->area_ready[slot]) {
         int rc = commit(shm->procs[shm->my_proc].memfd, seg_off(h, fm_seg_ctl(h, slot, 0)),
                         h->ctl_size, "an endpoint", "FM_EP_MAX");
         if (rc) {
-            free(se->rx);
             free(se);
             return rc;
         }
@@ -779,7 +778,7 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     if (se->next)
         se->next->pprev = se->pprev;
     /* Its rings go with its area: senders that exited may leave their slot. */
-    for (int i = 0; i < shm->nsenders * shm->ep_max; i++) {
+    for (int i = 0; se->rx && i < shm->nsenders * shm->ep_max; i++) {
         int q = i / shm->ep_max;
         if (se->rx[i].ring.ctl && --shm->slot_rings[q] == 0 && shm->slot_dead[q])
             free_slot(shm, q);
@@ -804,6 +803,14 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     struct shm_ep *se = ep_state;
     struct fm_seg_hdr *h = shm->seg;
     int slot = fm_core_ep_slot(ep), rings = shm->nsenders * shm->ep_max;
+    /* A sender counts its claim after making it: an unchanged count means
+     * nothing new, and a claim not seen now brings another look. */
+    uint32_t claims = __atomic_load_n(&se->dir->nclaimed, __ATOMIC_ACQUIRE);
+    if (claims == se->claims_seen)
+        return;
+    if (!se->rx && !(se->rx = calloc((size_t)rings, sizeof(*se->rx))))
+        return; /* no memory: looked at again at the next claim */
+    se->claims_seen = claims;
     for (int i = 0; i < rings; i++) {
         struct fm_rx *rx = &se->rx[i];
         if (rx->ring.ctl)
