@@ -59,9 +59,13 @@ void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now)
         sr->delivered += e->len;
         sr->delivered_t = now;
         if (e->rs_busy && now - e->rs_t >= RATE_STRETCH_NS) {
-            uint64_t sample = (uint64_t)((unsigned __int128)(sr->delivered - e->rs_delivered) *
-                                         1000000000u / (now - e->rs_t));
-            sr->rate_max = FM_MAX(sr->rate_max, sample);
+            /* Divided only when it is a new largest: a 128-bit division
+             * for every packet acknowledged was 0.5 % of a stream's CPU. */
+            unsigned __int128 bytes_ns = (unsigned __int128)(sr->delivered - e->rs_delivered) *
+                                         1000000000u;
+            uint64_t dt = now - e->rs_t;
+            if (bytes_ns > (unsigned __int128)sr->rate_max * dt)
+                sr->rate_max = (uint64_t)(bytes_ns / dt);
         }
         if (sr->rate_max && now - sr->rate_t >= RATE_STRETCH_NS) {
             sr->rate = FM_MAX(sr->rate_max, sr->rate - sr->rate / 8);
