@@ -41,7 +41,6 @@ struct fm_net *fm_net_new(const struct fm_net_params *p)
     }
     net->job = fm_wire_job_tag(p->key);
     net->rng = ((uint64_t)p->epoch << 32) ^ net->job ^ 0x9E3779B97F4A7C15ull;
-    net->next_timer = UINT64_MAX;
     return net;
 }
 
@@ -62,6 +61,7 @@ void fm_net_free(struct fm_net *net)
     while (net->nspare)
         free(net->spare[--net->nspare]);
     free(net->all);
+    free(net->timers);
     free(net->pending);
     free(net->gathering);
     free(net->sess);
@@ -78,7 +78,10 @@ void fm_net_rail_counters(const struct fm_net *net, uint64_t tx_bytes[FM_RAILS_M
     memcpy(tx_bytes, net->rail_tx, sizeof(net->rail_tx));
 }
 
-uint64_t fm_net_deadline(const struct fm_net *net) { return net->next_timer; }
+uint64_t fm_net_deadline(const struct fm_net *net)
+{
+    return FM_MIN(fm_timer_next(net), fm_budget_deadline(net));
+}
 
 void fm_net_counters(const struct fm_net *net, uint64_t nc[FM_NC_COUNT],
                      uint64_t drops[FM_DROP_COUNT])

@@ -645,18 +645,17 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
             for (int r = 0; r < net->p.nrails; r++)
                 if (s->rail[r].t_rx)
                     s->rail[r].t_rx = now;
+            fm_timer_set(net, s, now); /* its timers run now */
         }
-        net->next_timer = now;
     }
     net->t_last_output = now;
     fm_budget_tick(net, now);
-    if (now >= net->next_timer) {
-        uint64_t next = UINT64_MAX;
-        for (int i = 0; i < net->nall; i++) {
-            fm_session_timers(net, net->all[i], now);
-            next = FM_MIN(next, fm_session_deadline(net, net->all[i]));
-        }
-        net->next_timer = next;
+    /* The sessions whose timers are due, each once: a deadline that is
+     * still past afterwards (an ACK that only this output sends) waits for
+     * the next output. */
+    for (struct fm_session *s; (s = fm_timer_due(net, now));) {
+        fm_session_timers(net, s, now);
+        fm_timer_set(net, s, FM_MAX(fm_session_deadline(net, s), now + 1));
     }
     if (flush) {
         for (int i = 0; i < net->ngathering; i++) {
@@ -681,7 +680,7 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         for (int j = 0; j < k; j++)
             count_tx(net, &pkts[n + j]);
         n += k;
-        net->next_timer = FM_MIN(net->next_timer, fm_session_deadline(net, s));
+        fm_timer_sooner(net, s, fm_session_deadline(net, s));
         if (n >= max)
             break;
         if (!again)
@@ -693,9 +692,6 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         if (net->pending[j]->pending)
             net->pending[keep++] = net->pending[j];
     net->npending = keep;
-    /* Senders paused (by this output's ACKs or before) wait for the
-     * epoch's end: the receiver wakes for it. */
-    net->next_timer = FM_MIN(net->next_timer, fm_budget_deadline(net));
     return n;
 }
 

@@ -118,8 +118,11 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
     if (net->nall == net->all_cap) {
         int cap = net->all_cap ? net->all_cap * 2 : 16;
         struct fm_session **a = realloc(net->all, sizeof(*a) * (size_t)cap);
-        if (!a)
+        if (!a || fm_timers_reserve(net, (uint32_t)cap)) {
+            if (a)
+                net->all = a;
             return NULL;
+        }
         net->all = a;
         net->all_cap = cap;
     }

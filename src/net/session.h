@@ -144,6 +144,7 @@ struct fm_session {
     uint64_t t_first_hello;
     uint8_t hello_ack_due;
     uint8_t pending;       /* in the engine's pending list */
+    uint32_t timer_idx;    /* timers.c: 1 + its place in the heap, 0 if not filed */
     uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
     uint8_t ack_now;       /* send an ACK at the next output */
     uint8_t ack_soon;      /* enough came for an ACK: it goes once the program had a turn */
@@ -237,13 +238,19 @@ struct fm_net {
     int sess_cap;
     struct sess_table by_epoch; /* named sessions by the peer's epoch */
     struct sess_table by_token; /* sessions by their token (short DATA) */
-    struct fm_session **all;    /* created sessions, for timer scans */
+    struct fm_session **all;    /* created sessions */
     int nall, all_cap;
+    /* timers.c: sessions with a deadline, a min-heap by it, with room for
+     * every created session */
+    struct fm_timer {
+        uint64_t at;
+        struct fm_session *s;
+    } *timers;
+    uint32_t ntimers, timers_cap;
     struct fm_session **pending; /* sessions with something to send */
     int npending, pending_cap;
     struct fm_session **gathering; /* sessions holding small messages back */
     int ngathering, gathering_cap;
-    uint64_t next_timer;
     uint64_t t_last_output; /* when fm_net_output last ran */
     unsigned char *spare[16]; /* smallest rings of ended flows, for the next ones */
     int nspare;
@@ -434,6 +441,18 @@ uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *
  * they are all its flow has to send (a small message, when waiting). */
 int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint64_t len,
                      int last);
+
+/* timers.c */
+/* Room in the heap for this many sessions (made before a session is). */
+int fm_timers_reserve(struct fm_net *net, uint32_t sessions);
+/* Files s under deadline at (UINT64_MAX: none), or moves it there. */
+void fm_timer_set(struct fm_net *net, struct fm_session *s, uint64_t at);
+/* Brings s's deadline forward to at, if that is sooner (or files it). */
+void fm_timer_sooner(struct fm_net *net, struct fm_session *s, uint64_t at);
+/* The session with the earliest deadline if it is due by now, else NULL. */
+struct fm_session *fm_timer_due(const struct fm_net *net, uint64_t now);
+/* The earliest deadline filed, UINT64_MAX if none. */
+uint64_t fm_timer_next(const struct fm_net *net);
 
 /* cwnd.c */
 /* Packets of len bytes were delivered (cumulatively or selectively
