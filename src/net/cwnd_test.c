@@ -34,18 +34,19 @@ static int lost_at_random(unsigned percent_x10)
     return rng % 1000 < percent_x10;
 }
 
-/* One round trip of n packets, `lost` of them lost (or, with lost < 0,
- * each lost with probability -lost per mille), taking rtt_ns: the ACK
- * that ends it covers everything sent when it began. */
+/* One round trip of n packets, `lost` of them lost, spread over it (or,
+ * with lost < 0, each lost with probability -lost per mille), taking
+ * rtt_ns: the ACK that ends it covers everything sent when it began. */
 static void round_trip(struct fm_net *net, struct fm_session *s, uint32_t n, int lost,
                        uint64_t rtt_ns)
 {
     for (uint32_t i = 0; i < n; i++) {
-        int gone = lost < 0 ? lost_at_random((unsigned)-lost) : i < (uint32_t)lost;
+        uint64_t k = (uint32_t)lost; /* lost spread: the (i+1)th packet, when a multiple of n/k */
+        int gone = lost < 0 ? lost_at_random((unsigned)-lost) : (i + 1) * k / n > i * k / n;
         if (gone)
-            fm_cwnd_lost(s);
+            fm_cwnd_lost(net, s, now + rtt_ns * i / n);
         else
-            fm_cwnd_delivered(s, PAYLOAD);
+            fm_cwnd_delivered(s, PAYLOAD, now + rtt_ns * i / n);
     }
     s->snd_nxt += n;
     s->snd_una = s->snd_nxt;
@@ -81,8 +82,9 @@ int main(void)
     CHECK(s->cwnd != 0);
 
     /* A clean recovery round, then a port that overflows: 700 packets in a
-     * round trip 20 times the unloaded one, a fifth lost. The cut is to two
-     * unloaded round trips at the round's delivery rate, not only half. */
+     * round trip 20 times the unloaded one, a fifth lost (too few to judge
+     * it before its end). The cut is to two unloaded round trips at the
+     * round's delivery rate, not only half. */
     round_trip(net, s, 700, 0, RTT_NS);
     s->cwnd = 0;
     s->cc_recovering = 0;
@@ -93,19 +95,19 @@ int main(void)
     CHECK(!fm_cwnd_allows(s, s->cwnd, PAYLOAD)); /* a full window: nothing more */
 
     /* The next round brings the losses of packets sent before the cut: it
-     * is not judged. */
+     * is not judged, not even early. */
     uint64_t cut = s->cwnd;
-    round_trip(net, s, 80, 40, RTT_NS);
+    round_trip(net, s, 80, 70, RTT_NS);
     CHECK_EQ(s->cwnd, cut);
 
     /* A round that overflows again cuts by half at least, never below the
-     * floor. */
+     * floor (each cut with its 64th loss, half of what it has seen, and the
+     * rest of the round its recovery). */
     for (int r = 0; r < 8; r++) {
         uint64_t before = s->cwnd;
         round_trip(net, s, 200, 100, RTT_NS);
         CHECK(s->cwnd <= FM_MAX(before / 2, floor));
         CHECK(s->cwnd >= floor);
-        round_trip(net, s, 64, 0, RTT_NS); /* the recovery round */
     }
     CHECK_EQ(s->cwnd, floor);
 
@@ -130,9 +132,23 @@ int main(void)
     CHECK_EQ(s->cwnd, 0u);
     CHECK(rounds > 30 && rounds < 100);
 
+    /* Losses in a row cut the window with the 64th, before the round is
+     * over (the first round of a stream with no window would otherwise go
+     * on at the ring's pace), though the whole round, with 900 packets
+     * delivered after them, would lose less than an eighth; 9 % lost at
+     * random in rounds of 5,000 never do (engine_test's heaviest loss). */
+    for (int r = 0; r < 100; r++)
+        round_trip(net, s, 5000, -90, RTT_NS);
+    CHECK_EQ(s->cwnd, 0u);
+    for (int i = 0; i < 63; i++)
+        fm_cwnd_lost(net, s, now);
+    CHECK_EQ(s->cwnd, 0u);
+    fm_cwnd_lost(net, s, now);
+    CHECK(s->cwnd != 0);
+
     uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
     fm_net_counters(net, nc, dr);
-    CHECK_EQ(nc[FM_NC_CWND_CUTS], 1u + 1u + 8u);
+    CHECK_EQ(nc[FM_NC_CWND_CUTS], 1u + 1u + 8u + 1u);
     fm_net_free(net);
     return 0;
 }

@@ -159,7 +159,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
         uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
         if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
             fm_loss_mark_due(s, e);
-            fm_cwnd_lost(s);
+            fm_cwnd_lost(net, s, now);
             net->nc[FM_NC_RETX_FAST]++;
             mark_pending(net, s);
         }
@@ -200,7 +200,7 @@ static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, 
             e->sacked = 1;
             e->due = 0; /* the peer holds it: a retransmission would be a duplicate */
             unlist(s, q);
-            fm_cwnd_delivered(s, e->len);
+            fm_cwnd_delivered(s, e->len, now);
             fm_rail_acked(s, e, now);
             if (!e->retx) {
                 rack_delivered(&s->rail[e->rail], e, q);
@@ -234,7 +234,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
             fm_rail_acked(s, e, now);
             if (!e->sacked) {
                 unlist(s, q);
-                fm_cwnd_delivered(s, e->len);
+                fm_cwnd_delivered(s, e->len, now);
             }
             e->op = 0;
         }
@@ -339,7 +339,7 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
             struct txent *t = txent_at(s, q);
             if (t->op && !t->sacked && !t->due && now - t->t_sent >= s->rto) {
                 fm_loss_mark_due(s, t);
-                fm_cwnd_lost(s);
+                fm_cwnd_lost(net, s, now);
                 net->nc[FM_NC_RETX_TIMEOUT]++;
                 break;
             }

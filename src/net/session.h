@@ -457,12 +457,15 @@ uint64_t fm_timer_next(const struct fm_net *net);
 /* cwnd.c */
 /* Packets of len bytes were delivered (cumulatively or selectively
  * acknowledged for the first time), or found lost. */
-static inline void fm_cwnd_delivered(struct fm_session *s, uint32_t len)
+static inline void fm_cwnd_delivered(struct fm_session *s, uint32_t len, uint64_t now)
 {
+    if (!s->cc_t_start)
+        s->cc_t_start = now; /* the first round is timed from its first delivery */
     s->cc_delivered++;
     s->cc_bytes += len;
 }
-static inline void fm_cwnd_lost(struct fm_session *s) { s->cc_lost++; }
+/* (A round that has lost many already is judged at once: cwnd.c.) */
+void fm_cwnd_lost(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* The acknowledgement moved: a round that is over is judged. */
 void fm_cwnd_round(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* Whether len more bytes may go with inflight in flight. */
