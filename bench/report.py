@@ -414,13 +414,19 @@ def sim_table(rows):
           f"Mbit/s port, {r0['buffer'] // 1000} KB buffer, {r0['ms']} ms", "",
           "Between turns at a CPU senders wait 0 to twice the second column, at random "
           "(0: always running, as on a host with a CPU each).", "",
+          "The receiver's engine CPU is the real time its input and output took over the "
+          "simulated time: the share of a core a real receiver of so many senders would spend "
+          "on them.", "",
           "| senders | CPU wait (us) | goodput / port | queue mean / max (KB) | drops "
-          "| min/max share | starved | victim p50 / p99 |", "|---|---|---|---|---|---|---|---|"]
+          "| min/max share | starved | victim p50 / p99 | receiver's engine CPU |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in sim:
+        cpu = r.get("receiver_cpu_pct")
         md.append(f"| {r['senders']} | {r.get('cpu_wait_us', 0)} | {r['goodput']:.3f} | "
                   f"{r['queue_kb']:.0f} / "
                   f"{r['queue_max_kb']:.0f} | {r['drops_pct']:.2f} % | {r['minmax']:.2f} | "
-                  f"{r['starved']} | {r['victim_p50_us']:.0f} / {r['victim_p99_us']:.0f} us |")
+                  f"{r['starved']} | {r['victim_p50_us']:.0f} / {r['victim_p99_us']:.0f} us | "
+                  f"{'-' if cpu is None else f'{cpu:.1f} %'} |")
     return md + [""]
 
 
