@@ -107,12 +107,12 @@ void fm_cwnd_round(struct fm_net *net, struct fm_session *s, uint64_t now)
 
 void fm_cwnd_lost(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    /* A round that has lost this many already, more than an eighth of
+    /* A round that has lost this many already, more than a quarter of
      * what it has seen, overflowed whatever follows: it is judged now. The
      * first round of a stream, with no window yet, otherwise lasts until
-     * what it put into the port is acknowledged, and went on sending at
-     * the ring's pace (9,000 of 10,000 packets lost through a 200 Mbit/s
-     * port with a 64 KB buffer, tests/rails_test.sh). */
+     * what it put into the port is acknowledged, and goes on sending at
+     * the ring's pace (3,000-9,000 packets lost through a 200 Mbit/s port
+     * with a 64 KB buffer, tests/rails_test.sh). */
     if (++s->cc_lost >= ROUND_MIN_PACKETS && !s->cc_recovering &&
         s->cc_lost > (s->cc_delivered + s->cc_lost) >> EARLY_SHIFT)
         judge(net, s, now);
