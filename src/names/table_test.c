@@ -13,13 +13,7 @@
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return fmt_rand(&rng); }
 
 static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
 

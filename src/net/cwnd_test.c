@@ -26,13 +26,7 @@ static struct fm_net *make(void)
 static uint64_t now = 1000000000;
 static uint64_t rng = 88172645463325252ull;
 
-static int lost_at_random(unsigned percent_x10)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng % 1000 < percent_x10;
-}
+static int lost_at_random(unsigned percent_x10) { return fmt_rand(&rng) % 1000 < percent_x10; }
 
 /* One round trip of n packets, `lost` of them lost, spread over it (or,
  * with lost < 0, each lost with probability -lost per mille), taking

@@ -10,13 +10,7 @@
 
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_rand(void) { return fmt_rand(&rng); }
 
 /* Every entry knows its place, and no parent is later than its children. */
 static void check_heap(const struct fm_net *net, uint32_t filed)

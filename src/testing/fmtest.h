@@ -51,6 +51,15 @@ long fmt_send_all(fm_ep *ep, fm_addr dst, const void *buf, size_t len);
  * Returns its length or a negative FM_E* code (FM_EPEERLOST included). */
 long fmt_recv_copy(fm_ep *ep, void *buf, size_t cap, fm_addr *src);
 
+/* The next of a deterministic sequence (xorshift64; *state not 0). */
+static inline uint64_t fmt_rand(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
 /* Deterministic bytes for stream checks: byte i of stream `seed`. */
 static inline uint8_t fmt_pattern(uint64_t seed, uint64_t i)
 {
