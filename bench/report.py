@@ -416,17 +416,21 @@ def sim_table(rows):
           "(0: always running, as on a host with a CPU each).", "",
           "The receiver's engine CPU is the real time its input and output took over the "
           "simulated time: the share of a core a real receiver of so many senders would spend "
-          "on them.", "",
+          "on them. A sender's wake-ups are the times its engine ran, per ms: a sender "
+          "waiting for its turn sleeps.", "",
           "| senders | CPU wait (us) | goodput / port | queue mean / max (KB) | drops "
-          "| min/max share | starved | victim p50 / p99 | receiver's engine CPU |",
-          "|---|---|---|---|---|---|---|---|---|"]
+          "| min/max share | starved | victim p50 / p99 | receiver's engine CPU "
+          "| a sender's wake-ups / ms |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sim:
         cpu = r.get("receiver_cpu_pct")
+        wake = r.get("sender_wakeups_per_ms")
         md.append(f"| {r['senders']} | {r.get('cpu_wait_us', 0)} | {r['goodput']:.3f} | "
                   f"{r['queue_kb']:.0f} / "
                   f"{r['queue_max_kb']:.0f} | {r['drops_pct']:.2f} % | {r['minmax']:.2f} | "
                   f"{r['starved']} | {r['victim_p50_us']:.0f} / {r['victim_p99_us']:.0f} us | "
-                  f"{'-' if cpu is None else f'{cpu:.1f} %'} |")
+                  f"{'-' if cpu is None else f'{cpu:.1f} %'} | "
+                  f"{'-' if wake is None else f'{wake:.2f}'} |")
     return md + [""]
 
 

@@ -286,17 +286,22 @@ int fm_budget_allows(const struct fm_net *net, const struct fm_session *s, uint6
     return inflight == 0 || inflight + len <= s->grant;
 }
 
+uint64_t fm_budget_probe_deadline(const struct fm_session *s)
+{
+    if (s->grant != FM_GRANT_PAUSE || s->snd_una != s->snd_nxt)
+        return UINT64_MAX;
+    for (uint32_t i = 0; i < s->nlive; i++)
+        if (s->live[i]->complete > s->live[i]->sent)
+            return FM_MAX(s->t_last_rx, s->t_last_tx) + ((uint64_t)PAUSE_PROBE_NS << s->probes);
+    return UINT64_MAX;
+}
+
 void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    if (s->grant != FM_GRANT_PAUSE || s->snd_una != s->snd_nxt ||
-        now - FM_MAX(s->t_last_rx, s->t_last_tx) < (uint64_t)PAUSE_PROBE_NS << s->probes)
+    if (now < fm_budget_probe_deadline(s))
         return;
-    for (uint32_t i = 0; i < s->nlive; i++)
-        if (s->live[i]->complete > s->live[i]->sent) {
-            s->rail[s->ctl_rail].ping_due = 1; /* its answer carries the grant */
-            s->probes += s->probes < PAUSE_PROBE_DOUBLINGS;
-            mark_pending(net, s);
-            return;
-        }
+    s->rail[s->ctl_rail].ping_due = 1; /* its answer carries the grant */
+    s->probes += s->probes < PAUSE_PROBE_DOUBLINGS;
+    mark_pending(net, s);
 }
 

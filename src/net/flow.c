@@ -516,18 +516,24 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
  * lost. Ask again (backing off like a retransmission). */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
+    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto ||
+        !fm_flow_credit_awaited(s))
+        return;
+    s->rail[s->ctl_rail].ping_due = 1;
+    s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
+    mark_pending(net, s);
+}
+
+int fm_flow_credit_awaited(const struct fm_session *s)
+{
     /* (A sender waiting for its turn at the peer's budget is quiet on
      * purpose: fm_budget_probe asks, and more rarely.) */
-    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto ||
-        s->grant == FM_GRANT_PAUSE)
-        return;
+    if (s->grant == FM_GRANT_PAUSE)
+        return 0;
     for (uint32_t i = 0; i < s->nlive; i++) {
-        struct fm_txflow *f = s->live[i];
-        if (f->sent > __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE)) {
-            s->rail[s->ctl_rail].ping_due = 1;
-            s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
-            mark_pending(net, s);
-            break;
-        }
+        const struct fm_txflow *f = s->live[i];
+        if (f->sent > __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE))
+            return 1;
     }
+    return 0;
 }

@@ -313,10 +313,15 @@ uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *
         return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns);
     if (s->state != S_UP)
         return d;
+    /* Only what a timer will act on: a deadline that stays past would
+     * bring the session's timers back at every output, and keep fm_wait
+     * polling instead of sleeping. */
     if (s->snd_una != s->snd_nxt)
         d = fm_loss_deadline(net, s);
-    else if (s->nlive)
+    else if (fm_flow_credit_awaited(s))
         d = FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto; /* the credit check */
+    else
+        d = fm_budget_probe_deadline(s);
     if ((s->unacked || s->credit_owed) && s->t_ack_due > 1)
         d = FM_MIN(d, s->t_ack_due);
     if (s->t_ends_due > 1)

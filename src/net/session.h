@@ -433,8 +433,10 @@ void fm_budget_granted(struct fm_net *net, struct fm_session *s, uint32_t grant)
  * fm_budget_deadline says when. */
 void fm_budget_tick(struct fm_net *net, uint64_t now);
 uint64_t fm_budget_deadline(const struct fm_net *net);
-/* Sender side: a paused session silent for long asks for its grant. */
+/* Sender side: a paused session silent for long asks for its grant, at
+ * fm_budget_probe_deadline (UINT64_MAX: not paused, or nothing waits). */
 void fm_budget_probe(struct fm_net *net, struct fm_session *s, uint64_t now);
+uint64_t fm_budget_probe_deadline(const struct fm_session *s);
 /* Packets received from s before an ACK goes on its own. */
 uint32_t fm_budget_ack_every(const struct fm_net *net, const struct fm_session *s);
 /* Whether s may send len more bytes of DATA under the peer's grant; last:
@@ -507,6 +509,9 @@ void fm_flow_stop_due(struct fm_session *s, struct fm_rxflow *f);
 void fm_flow_stops_rescan(struct fm_session *s);
 /* Asks the peer again for credit it may have sent and lost. */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now);
+/* Whether s has sent bytes its peer has not released yet, and is not
+ * paused: what fm_flow_credit_check looks after. */
+int fm_flow_credit_awaited(const struct fm_session *s);
 /* Large rings of s's flows unused for a while make way for small ones. */
 void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* The largest ring our ACKs let a peer's new flows have (FM_NET_RX_MEM). */
