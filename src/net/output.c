@@ -402,8 +402,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                 break; /* until an ACK returns some of the grant or the window */
             if (gather && !f->ending && __atomic_load_n(&f->burst, __ATOMIC_RELAXED) &&
                 gathers(net, s, room, avail, emitted)) {
-                list_add(&net->gathering, &net->ngathering, &net->gathering_cap, s,
-                         &s->gathering);
+                list_add(net->gathering, &net->ngathering, s, &s->gathering);
                 break;
             }
             len = first_cut(net, s, *lead, len);

@@ -98,6 +98,25 @@ static int sess_register(struct fm_net *net, struct fm_session *s)
     return 0;
 }
 
+/* Doubles the table of all sessions, and with it the room of every list a
+ * session may be on (the pending and gathering lists, the timers' heap),
+ * so that putting one on a list never fails. */
+static int grow_all(struct fm_net *net)
+{
+    int cap = net->all_cap ? net->all_cap * 2 : 16;
+    struct fm_session ***lists[] = {&net->all, &net->pending, &net->gathering};
+    for (size_t i = 0; i < FM_ARRAY_LEN(lists); i++) {
+        struct fm_session **a = realloc(*lists[i], sizeof(*a) * (size_t)cap);
+        if (!a)
+            return FM_ENOMEM; /* those grown already just have spare room */
+        *lists[i] = a;
+    }
+    if (fm_timers_reserve(net, (uint32_t)cap))
+        return FM_ENOMEM;
+    net->all_cap = cap;
+    return 0;
+}
+
 struct fm_session *fm_session_get(struct fm_net *net, int rank)
 {
     if (rank >= net->sess_cap) {
@@ -115,17 +134,8 @@ struct fm_session *fm_session_get(struct fm_net *net, int rank)
     int named = rank >= net->p.size;
     if (named && (!net->domain || !net->p.up.named_epoch))
         return NULL; /* no domain key yet: nobody to talk to by name */
-    if (net->nall == net->all_cap) {
-        int cap = net->all_cap ? net->all_cap * 2 : 16;
-        struct fm_session **a = realloc(net->all, sizeof(*a) * (size_t)cap);
-        if (!a || fm_timers_reserve(net, (uint32_t)cap)) {
-            if (a)
-                net->all = a;
-            return NULL;
-        }
-        net->all = a;
-        net->all_cap = cap;
-    }
+    if (net->nall == net->all_cap && grow_all(net) != 0)
+        return NULL;
     s = calloc(1, sizeof(*s));
     if (s) {
         s->tx_cap = FM_NET_WIN_MIN;

@@ -247,10 +247,11 @@ struct fm_net {
         struct fm_session *s;
     } *timers;
     uint32_t ntimers, timers_cap;
+    /* Room for every session (all_cap), so that adding to them never fails. */
     struct fm_session **pending; /* sessions with something to send */
-    int npending, pending_cap;
+    int npending;
     struct fm_session **gathering; /* sessions holding small messages back */
-    int ngathering, gathering_cap;
+    int ngathering;
     uint64_t t_last_output; /* when fm_net_output last ran */
     unsigned char *spare[16]; /* smallest rings of ended flows, for the next ones */
     int nspare;
@@ -299,21 +300,13 @@ static inline uint64_t rnd(struct fm_net *net)
     return net->rng = x;
 }
 
-/* Appends s to a session list unless its flag says it is there. */
-static inline void list_add(struct fm_session ***list, int *n, int *cap, struct fm_session *s,
-                     uint8_t *flag)
+/* Appends s to a session list unless its flag says it is there. The list
+ * has room for every session: fm_session_get made it with the session. */
+static inline void list_add(struct fm_session **list, int *n, struct fm_session *s, uint8_t *flag)
 {
     if (*flag)
         return;
-    if (*n == *cap) {
-        int c = *cap ? *cap * 2 : 16;
-        struct fm_session **p = realloc(*list, sizeof(*p) * (size_t)c);
-        if (!p)
-            return; /* the timer scan finds it later */
-        *list = p;
-        *cap = c;
-    }
-    (*list)[(*n)++] = s;
+    list[(*n)++] = s;
     *flag = 1;
 }
 
@@ -338,7 +331,7 @@ static inline uint64_t fm_session_inflight(const struct fm_net *net, const struc
 
 static inline void mark_pending(struct fm_net *net, struct fm_session *s)
 {
-    list_add(&net->pending, &net->npending, &net->pending_cap, s, &s->pending);
+    list_add(net->pending, &net->npending, s, &s->pending);
 }
 
 /*
