@@ -679,7 +679,10 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         for (int j = 0; j < k; j++)
             count_tx(net, &pkts[n + j]);
         n += k;
-        fm_timer_sooner(net, s, fm_session_deadline(net, s));
+        /* (At the next clock reading at the earliest, as the due loop
+         * refiles: a full batch's next call, at the same `now`, does not
+         * run the timers again for a resend it had no room for.) */
+        fm_timer_sooner(net, s, FM_MAX(fm_session_deadline(net, s), now + 1));
         if (n >= max)
             break;
         if (!again)
