@@ -110,10 +110,13 @@ int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
         return rc;
     }
     /* Rings that links hold for this channel (they came before it opened)
-     * can be attached now. */
+     * can be attached now; those that cannot yet (no memory) at a later
+     * call, which a news word unlike the one seen brings. */
     for (int i = 0; i < fm_nlinks; i++)
-        if (ep->link_state[i] && fm_links[i]->refresh)
-            fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
+        if (ep->link_state[i] && fm_links[i]->refresh &&
+            fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]) != 0 &&
+            ep->news && i == ep->news_link)
+            ep->news_seen = ~__atomic_load_n(ep->news, __ATOMIC_ACQUIRE);
     *out = ep;
     return 0;
 }
@@ -692,8 +695,11 @@ static void take_news(fm_ep *ep)
 {
     fm_ctx *ctx = ep->ctx;
     int i = ep->news_link;
-    ep->news_seen = __atomic_load_n(ep->news, __ATOMIC_ACQUIRE);
-    fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]);
+    /* Read first: news that comes during the refresh brings another. What
+     * the link could not attach (no memory) is not seen yet either. */
+    uint32_t news = __atomic_load_n(ep->news, __ATOMIC_ACQUIRE);
+    if (fm_links[i]->refresh(ctx, ctx->link_state[i], ep, ep->link_state[i]) == 0)
+        ep->news_seen = news;
 }
 
 /* An ended ring read to its end leaves the endpoint; its link frees it. */

@@ -108,8 +108,8 @@ struct fm_link {
 
     /* ---- receiving ---- */
     /* The endpoint's news word changed (fm_core_ep_news): attach the rings
-     * that appeared (optional). */
-    void (*refresh)(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state);
+     * that appeared (optional). Not 0 (no memory): the core asks again. */
+    int (*refresh)(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state);
     /* The endpoint released bytes of one of this link's rings. */
     void (*released)(fm_ctx *ctx, void *state, struct fm_rx *rx);
     /* An ended ring, read to its end, was detached: free it (optional). */

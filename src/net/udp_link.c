@@ -526,7 +526,7 @@ static int udp_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
 }
 
 /* The endpoint is published: the flows parked for its channel join it. */
-static void udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+static int udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 {
     (void)ctx, (void)ep, (void)ep_state;
     struct udp_link *nl = state;
@@ -540,6 +540,7 @@ static void udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         offer(nl, parked[i]);
     free(parked);
     pthread_mutex_unlock(&nl->lock);
+    return 0;
 }
 
 /* The endpoint closed: the senders of its flows are told to stop; ended

@@ -796,8 +796,9 @@ static void shm_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     free(se);
 }
 
-/* Attaches the endpoint's rings that senders claimed since the last look. */
-static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+/* Attaches the endpoint's rings that senders claimed since the last look;
+ * FM_ENOMEM if it could not attach them all (looked at again later). */
+static int shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
 {
     struct fm_shm *shm = state;
     struct shm_ep *se = ep_state;
@@ -807,9 +808,18 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
      * nothing new, and a claim not seen now brings another look. */
     uint32_t claims = __atomic_load_n(&se->dir->nclaimed, __ATOMIC_ACQUIRE);
     if (claims == se->claims_seen)
-        return;
-    if (!se->rx && !(se->rx = calloc((size_t)rings, sizeof(*se->rx))))
-        return; /* no memory: looked at again at the next claim */
+        return 0;
+    if (!se->rx) {
+        struct fm_rx *rx = calloc((size_t)rings, sizeof(*rx));
+        if (!rx)
+            return FM_ENOMEM;
+        /* Under the lock: a peer's exit (named_gone, free_slot) walks
+         * every endpoint's table from another thread. */
+        pthread_mutex_lock(&shm->lock);
+        se->rx = rx;
+        pthread_mutex_unlock(&shm->lock);
+    }
+    uint32_t seen = se->claims_seen;
     se->claims_seen = claims;
     for (int i = 0; i < rings; i++) {
         struct fm_rx *rx = &se->rx[i];
@@ -828,14 +838,14 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
             shm->slot_dead[q] = 1;
         if (sender || gone) {
             shm->slot_rings[q]++;
+            rx->ring = (struct fm_ring){
+                .ctl = ctl, .data = fm_seg_data(h, slot, i), .size = h->ring_size};
             if (shm->slot_dead[q])
                 fm_core_rx_end(rx); /* read what it left, then retire */
         }
         pthread_mutex_unlock(&shm->lock);
         if (!sender && !gone)
             continue; /* a slot whose name does not read: its ring is never read */
-        rx->ring = (struct fm_ring){
-            .ctl = ctl, .data = fm_seg_data(h, slot, i), .size = h->ring_size};
         rx->rd = rx->published = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE);
         rx->link = &fm_shm_link;
         rx->src_rank = peer;
@@ -843,11 +853,13 @@ static void shm_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         if (fm_core_ep_attach_rx(ep, rx) != 0) {
             pthread_mutex_lock(&shm->lock);
             shm->slot_rings[q]--;
+            memset(rx, 0, sizeof(*rx));
             pthread_mutex_unlock(&shm->lock);
-            memset(rx, 0, sizeof(*rx)); /* looked at again at the next claim */
-            return;
+            se->claims_seen = seen; /* looked at again */
+            return FM_ENOMEM;
         }
     }
+    return 0;
 }
 
 /* ---- sending ---------------------------------------------------------------- */
