@@ -741,6 +741,34 @@ static void case_wait_idle(void)
     }
 }
 
+/* A rank waits while what it sent is not acknowledged yet, because its peer
+ * computes without calling the library: it must sleep, not poll. (Over
+ * the network, a deadline left past after the tail probe kept fm_wait at
+ * 99.7 % of a CPU.) */
+static void case_wait_unacked(void)
+{
+    barrier();
+    if (rank == 0) {
+        send_pattern(1, 2, 100);
+        struct rusage r0, r1;
+        getrusage(RUSAGE_SELF, &r0);
+        uint64_t t0 = now_ns();
+        CHECK_RC(fm_wait(ep, 800), FM_ETIMEDOUT); /* nothing comes */
+        uint64_t wall = now_ns() - t0;
+        getrusage(RUSAGE_SELF, &r1);
+        double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+                     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+        CHECK(cpu < 0.05 * (double)wall / 1e9);
+        send_pattern(1, 3, 10); /* then the peer's turn to wait, as rank 1 reads */
+    } else if (rank == 1) {
+        usleep(1000 * 1000); /* computes: no call, no acknowledgement */
+        expect_msg(0, 2, 100);
+        expect_msg(0, 3, 10);
+    }
+}
+
 /* Every rank sends to the next and receives from the previous, many times:
  * progress with more ranks than cores. */
 static void case_ring(void)
@@ -1152,6 +1180,7 @@ static const struct {
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
+    {"wait_unacked", case_wait_unacked},
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},

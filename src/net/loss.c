@@ -290,6 +290,10 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         rtt_sample(net, s, newest, now);
     fm_loss_detect(net, s, now);
     check_list(s);
+    /* What the ACK brought may be due sooner: a packet it passed, the tail
+     * probe again (it came from the peer). */
+    if (s->snd_una != s->snd_nxt)
+        fm_timer_sooner(net, s, fm_loss_deadline(net, s));
 }
 
 /* Two smoothed round trips and twice the peer's longest ACK delay (one
@@ -349,12 +353,37 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
     }
 }
 
+/* When fm_loss_detect will next find a packet that a later delivery passed
+ * lost, or UINT64_MAX: the same walk (each rail waits its own round trip,
+ * so the earliest sent is not always the first due). */
+static uint64_t rack_deadline(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t rack_latest = 0, d = UINT64_MAX;
+    for (int r = 0; r < net->p.nrails; r++)
+        rack_latest = FM_MAX(rack_latest, s->rail[r].rack_t);
+    uint32_t q = s->t_first;
+    for (uint32_t i = 0; i < s->t_count; i++, q = txent_at(s, q)->t_next) {
+        const struct txent *e = txent_at(s, q);
+        if (e->t_sent > rack_latest || e->t_sent >= d)
+            break;
+        const struct sess_rail *sr = &s->rail[e->rail];
+        if (e->due || !rack_passed(sr, e, q))
+            continue;
+        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+        d = FM_MIN(d, e->t_sent + rtt + FM_MAX(rtt / 4, (uint64_t)20000));
+    }
+    return d;
+}
+
+/* Exactly when fm_loss_timers will act: a deadline it would pass over
+ * stays past, and the session's timers would run at every output (and
+ * fm_wait poll) until it moved, as after a tail probe while the peer
+ * computes without acknowledging: 99.7 % of a CPU in fm_wait before. */
 uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s)
 {
     const struct txent *e = txent_at(s, s->snd_una);
-    uint64_t d = e->t_sent + FM_MIN(s->rto, probe_timeout(net, s));
-    uint64_t rtt = s->rail[e->rail].srtt ? s->rail[e->rail].srtt : s->srtt;
-    if (e->t_sent <= s->rail[e->rail].rack_t) /* loss detection waits a round trip */
-        d = FM_MIN(d, e->t_sent + rtt + FM_MAX(rtt / 4, (uint64_t)20000));
-    return d;
+    uint64_t d = e->t_sent + s->rto;
+    if (!s->probed) /* the tail probe, if it comes before the timeout */
+        d = FM_MIN(d, FM_MAX(e->t_sent, s->t_last_rx) + probe_timeout(net, s));
+    return FM_MIN(d, rack_deadline(net, s));
 }
