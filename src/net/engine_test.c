@@ -35,6 +35,8 @@ static uint32_t gather_packets; /* the engine's: full packets a datagram of the 
 static int rail_dead[FM_RAILS_MAX];
 /* stream(): rounds at which rail 1 dies and comes back (-1: never). */
 static int kill_round = -1, revive_round = -1;
+/* Until this time, packets to rank 0 that carry credit are lost. */
+static uint64_t lose_credits_until;
 
 /* Per engine: what the upcalls saw. */
 struct side {
@@ -131,6 +133,10 @@ static void put_on_link(struct fm_pkt_out *pk, int n)
         CHECK(memcmp(whole, buf, len) == 0);
         enum fm_fault_action a = use_faults ? fm_fault_next(&faults, buf, len) : FM_FAULT_PASS;
         if (a == FM_FAULT_DROP)
+            continue;
+        if (now < lose_credits_until && pk[i].rank == 0 &&
+            ((pk[i].hdr.flags & FM_HDR_CREDIT) ||
+             (pk[i].hdr.op == FM_OP_ACK && pk[i].sub.ack.ack.ncredit)))
             continue;
         enqueue(buf, len, pk[i].rank, pk[i].rail);
         if (a == FM_FAULT_DUP)
@@ -390,6 +396,39 @@ static void test_pingpong(const char *fault, size_t len, uint64_t rtt)
     if (!fault)
         CHECK(nc[FM_NC_ACKS] < (uint64_t)rounds / 10);
     use_faults = 0;
+    ring_size = RING;
+}
+
+/* Credit goes once. Side 0 streams into a ring that holds a quarter of
+ * its stream, so it needs credit to go on, and side 1 streams to side 0 all
+ * along; every credit side 1 sends in the first 3 ms is lost. Side 0 must
+ * ask for it again within a few timeouts: it waited for both sides to fall
+ * quiet, which side 1's stream kept from happening as long as it lasted. */
+static void test_credit_lost_while_peer_streams(void)
+{
+    ring_size = 16u << 10;
+    reset();
+    struct fm_txflow *f[2];
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 1, 2, &f[0]), 0);
+    CHECK_RC(fm_net_flow(sides[1].net, 0, 2, 1, &f[1]), 0);
+    const uint64_t total = 64u << 10, len = 1000;
+    uint64_t sent[2] = {0, 0}, got[2] = {0, 0}, t0 = now;
+    lose_credits_until = now + 3000000;
+    while (got[1] < total) {
+        CHECK(now - t0 < 100000000); /* 100 ms: side 0 stalled */
+        if (sent[0] < total && fm_ring_room(&f[0]->ring, len) >= (int64_t)len)
+            write_msg(sides[0].net, f[0], len, 21, &sent[0]);
+        if (fm_ring_room(&f[1]->ring, len) >= (int64_t)len)
+            write_msg(sides[1].net, f[1], len, 22, &sent[1]);
+        pump_out(0, 1);
+        pump_out(1, 1);
+        deliver_all();
+        consume(&sides[1], &got[1], 21);
+        consume(&sides[0], &got[0], 22);
+        now += 50000;
+    }
+    CHECK(now - t0 < 30000000);
+    lose_credits_until = 0;
     ring_size = RING;
 }
 
@@ -908,6 +947,7 @@ int main(void)
     test_pingpong(NULL, 200000, 10000); /* more than ACK_DEFER_MAX packets, alone */
     test_pingpong(NULL, 4000, 250000); /* longer than the delayed-ACK timer */
     test_pingpong("drop=0.05,seed=9", 40000, 10000);
+    test_credit_lost_while_peer_streams();
     test_rails();
     test_silence();
     test_bye();

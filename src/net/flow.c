@@ -258,8 +258,10 @@ void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n
             continue;
         struct fm_txflow *f = s->txf[c[i].flow];
         /* Never beyond what was sent, never backwards. */
-        if (c[i].head > f->ctl.head && c[i].head <= f->sent)
+        if (c[i].head > f->ctl.head && c[i].head <= f->sent) {
             __atomic_store_n(&f->ctl.head, c[i].head, __ATOMIC_RELEASE);
+            s->t_credit = s->t_last_rx; /* read with the packet: now */
+        }
     }
 }
 
@@ -511,14 +513,16 @@ void fm_net_orphan(struct fm_net *net, struct fm_rxflow *f)
     fm_net_released(net, f);
 }
 
-/* Everything sent is acknowledged, yet data waits for credit and the peer
- * has been quiet for a retransmission timeout: its credit may have been
- * lost. Ask again (backing off like a retransmission). */
+/* Everything sent is acknowledged, yet data waits for credit, and no credit
+ * came for a retransmission timeout: it may have been lost (credit goes
+ * once, and a resent DATA carries none). Ask again, backing off like a
+ * retransmission. (Not only after silence both ways: a peer streaming to
+ * us kept that from coming for as long as its stream lasted.) */
 void fm_flow_credit_check(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
-    if (s->snd_una != s->snd_nxt || now - s->t_last_rx < s->rto || now - s->t_last_tx < s->rto ||
-        !fm_flow_credit_awaited(s))
+    if (s->snd_una != s->snd_nxt || now - s->t_credit < s->rto || !fm_flow_credit_awaited(s))
         return;
+    s->t_credit = now;
     s->rail[s->ctl_rail].ping_due = 1;
     s->rto = FM_MIN(s->rto * 2, net->p.rto_max_ns);
     mark_pending(net, s);

@@ -412,6 +412,8 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
             f->sent += len;
             emitted++;
         }
+        if (emitted)
+            s->t_credit = now; /* its consumption will bring credit */
         if (f->ending && !f->stopped && f->complete == f->sent && n < max &&
             window_open(net, s)) {
             n += flow_end(net, s, f, &pkts[n], now);

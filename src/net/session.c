@@ -329,7 +329,7 @@ uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *
     if (s->snd_una != s->snd_nxt)
         d = fm_loss_deadline(net, s);
     else if (fm_flow_credit_awaited(s))
-        d = FM_MAX(s->t_last_tx, s->t_last_rx) + s->rto; /* the credit check */
+        d = s->t_credit + s->rto; /* the credit check */
     else
         d = fm_budget_probe_deadline(s);
     if ((s->unacked || s->credit_owed) && s->t_ack_due > 1)

@@ -199,6 +199,9 @@ struct fm_session {
     uint64_t cc_rtt_round; /* the round's shortest round trip, 0 before one */
     uint8_t cc_recovering; /* the round after a cut: its losses are the cut's */
     uint64_t t_last_tx, t_last_rx;
+    /* When credit last moved a flow's head, new data last went, or we last
+     * asked for credit: the credit check waits an RTO after it. */
+    uint64_t t_credit;
 
     /* receive */
     int rcv_known;
