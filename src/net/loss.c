@@ -136,6 +136,26 @@ void fm_loss_resent(struct fm_session *s, uint32_t q)
  * was sent after it: packets whose acknowledgement is merely on its way
  * are not sent again. Runs on every ACK and from the timers.
  */
+/* The send time of the latest packet known delivered, on any rail. */
+static uint64_t rack_latest(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t t = 0;
+    for (int r = 0; r < net->p.nrails; r++)
+        t = FM_MAX(t, s->rail[r].rack_t);
+    return t;
+}
+
+/* How long after its sending a packet that a later delivery passed is
+ * taken for lost: a round trip of its rail and a reordering window. Per
+ * rail: packets on a slower rail arrive after later packets on a faster
+ * one without being lost. */
+static uint64_t rack_wait(const struct fm_net *net, const struct fm_session *s,
+                          const struct sess_rail *sr)
+{
+    uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
+    return rtt + FM_MAX(rtt / 4, (uint64_t)20000);
+}
+
 void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     /* The walk follows send times over the packets not yet acknowledged
@@ -143,21 +163,16 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
      * delivered one on every rail, since no later packet can have been
      * passed. While a hole is open, walking by sequence number instead
      * crossed every packet delivered after it, on every ACK. */
-    uint64_t rack_latest = 0;
-    for (int r = 0; r < net->p.nrails; r++)
-        rack_latest = FM_MAX(rack_latest, s->rail[r].rack_t);
+    uint64_t latest = rack_latest(net, s);
     uint32_t q = s->t_first;
     for (uint32_t i = 0; i < s->t_count; i++, q = txent_at(s, q)->t_next) {
         struct txent *e = txent_at(s, q);
-        if (e->t_sent > rack_latest)
+        if (e->t_sent > latest)
             break;
-        /* Per rail: packets on a slower rail arrive after later packets on
-         * a faster one without being lost. */
         const struct sess_rail *sr = &s->rail[e->rail];
         if (e->due || !rack_passed(sr, e, q))
             continue;
-        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
-        if (now - e->t_sent >= rtt + FM_MAX(rtt / 4, (uint64_t)20000)) {
+        if (now - e->t_sent >= rack_wait(net, s, sr)) {
             fm_loss_mark_due(s, e);
             fm_cwnd_lost(net, s, now);
             net->nc[FM_NC_RETX_FAST]++;
@@ -358,19 +373,16 @@ void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
  * so the earliest sent is not always the first due). */
 static uint64_t rack_deadline(const struct fm_net *net, const struct fm_session *s)
 {
-    uint64_t rack_latest = 0, d = UINT64_MAX;
-    for (int r = 0; r < net->p.nrails; r++)
-        rack_latest = FM_MAX(rack_latest, s->rail[r].rack_t);
+    uint64_t latest = rack_latest(net, s), d = UINT64_MAX;
     uint32_t q = s->t_first;
     for (uint32_t i = 0; i < s->t_count; i++, q = txent_at(s, q)->t_next) {
         const struct txent *e = txent_at(s, q);
-        if (e->t_sent > rack_latest || e->t_sent >= d)
+        if (e->t_sent > latest || e->t_sent >= d)
             break;
         const struct sess_rail *sr = &s->rail[e->rail];
         if (e->due || !rack_passed(sr, e, q))
             continue;
-        uint64_t rtt = sr->srtt ? sr->srtt : s->srtt ? s->srtt : net->p.rto_min_ns / 4;
-        d = FM_MIN(d, e->t_sent + rtt + FM_MAX(rtt / 4, (uint64_t)20000));
+        d = FM_MIN(d, e->t_sent + rack_wait(net, s, sr));
     }
     return d;
 }
