@@ -1,16 +1,21 @@
 /*
- * Memory that runs out at the wrong moment loses nothing. Rank 1's first
- * look at the ring rank 0 claimed in its endpoint cannot allocate the
- * endpoint's ring table: the look must come again, and rank 0's messages
- * arrive, where the ring was left unread and its sender blocked. calloc is
- * this program's own, glibc's under it, so that it fails once on demand.
- * Run with fmrun -n 2, over shared memory. Sanitizers bring their own
- * allocator: there the test is skipped (77).
+ * Memory that runs out at the wrong moment loses nothing. Rank 1 arms one
+ * allocation failure, then rank 0 sends it 64 messages on a new channel:
+ * - `table` (over shared memory): rank 1's first look at the ring rank 0
+ *   claimed cannot allocate the endpoint's ring table; the look must come
+ *   again, where the ring was left unread and its sender blocked;
+ * - `flow` (over UDP): rank 1 cannot allocate the ring of rank 0's new
+ *   flow; the FLOW packet must not be acknowledged, so that it comes again,
+ *   where the flow's messages were acknowledged and lost.
+ * calloc and posix_memalign are this program's own, glibc's under them, so
+ * that one fails once on demand. Run with fmrun -n 2. Sanitizers bring
+ * their own allocator: there the test is skipped (77).
  */
 #include "testing/fmtest.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,26 +32,51 @@
 #define CH_DATA 2
 #define MESSAGES 64
 /* A ring table is 12 KB with the default limits; nothing else this large
- * is allocated between arming the failure and rank 0's first message. */
+ * is allocated by calloc between arming the failure and rank 0's first
+ * message. */
 #define TABLE_MIN 4096u
+/* A flow's ring is FM_NET_RING_MIN (32 KiB) at least; rank 1's own flows
+ * hold theirs before the failure is armed. */
+#define RING_MIN 32768u
 
-static size_t fail_at_least; /* the next calloc of this many bytes fails (0: none) */
+static size_t calloc_fail_at; /* the next calloc of this many bytes fails (0: none) */
+static size_t memalign_fail_at; /* the same for posix_memalign */
 static int failures;
+
+/* Whether an allocation of n bytes is the one armed in *at (and disarms it). */
+static int fails_now(size_t *at, size_t n)
+{
+    size_t want = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+    if (want && n >= want &&
+        __atomic_compare_exchange_n(at, &want, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        __atomic_add_fetch(&failures, 1, __ATOMIC_RELEASE);
+        return 1;
+    }
+    return 0;
+}
 
 #ifndef SANITIZED
 extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
 
 void *calloc(size_t n, size_t size)
 {
-    size_t want = __atomic_load_n(&fail_at_least, __ATOMIC_ACQUIRE);
-    if (want && n && size <= SIZE_MAX / n && n * size >= want &&
-        __atomic_compare_exchange_n(&fail_at_least, &want, 0, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-        __atomic_add_fetch(&failures, 1, __ATOMIC_RELEASE);
+    if (n && size <= SIZE_MAX / n && fails_now(&calloc_fail_at, n * size)) {
         errno = ENOMEM;
         return NULL;
     }
     return __libc_calloc(n, size);
+}
+
+int posix_memalign(void **p, size_t align, size_t size)
+{
+    if (fails_now(&memalign_fail_at, size))
+        return ENOMEM;
+    void *m = __libc_memalign(align, size);
+    if (!m)
+        return ENOMEM;
+    *p = m;
+    return 0;
 }
 #endif
 
@@ -81,11 +111,16 @@ static void recv_within(fm_ep *ep, uint32_t want, int ms)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 #ifdef SANITIZED
     return 77;
 #endif
+    if (argc != 2 || (strcmp(argv[1], "table") && strcmp(argv[1], "flow"))) {
+        fprintf(stderr, "usage: alloc_fail table|flow\n");
+        return 2;
+    }
+    size_t *armed = argv[1][0] == 't' ? &calloc_fail_at : &memalign_fail_at;
     fm_ctx *ctx = fmt_init();
     int rank = fm_rank(ctx);
     fm_ep *ctl, *data;
@@ -96,7 +131,8 @@ int main(void)
         /* Both control endpoints hold their ring tables before the failure. */
         CHECK(fmt_send_all(ctl, fm_addr_of(ctx, 0, CH_CTL), &b, 1) > 0);
         CHECK_EQ(fmt_recv_copy(ctl, &b, 1, NULL), 1);
-        __atomic_store_n(&fail_at_least, TABLE_MIN, __ATOMIC_RELEASE);
+        __atomic_store_n(armed, armed == &calloc_fail_at ? TABLE_MIN : RING_MIN,
+                         __ATOMIC_RELEASE);
         CHECK(fmt_send_all(ctl, fm_addr_of(ctx, 0, CH_CTL), &b, 1) > 0); /* go */
         for (uint32_t i = 0; i < MESSAGES; i++)
             recv_within(data, i, 10000);

@@ -2,7 +2,8 @@
 # Ring memory follows use on the network path (docs/udp.md): a flow's ring
 # grows for large messages and goes back to FM_NET_RING_MIN after a pause
 # (the sender's gauge at exit; the receiver's flows have ended by then); with the receiver's FM_NET_RX_MEM exhausted, large
-# messages go in parts of a small ring and still arrive whole and in order.
+# messages go in parts of a small ring and still arrive whole and in order;
+# a receiver with a smaller FM_NET_RING_SIZE than its sender gets it all.
 #   ring_sizes_test.sh FMRUN CONFORMANCE
 set -u
 FMRUN=$1
@@ -36,6 +37,19 @@ if FM_NET_RX_MEM=1 FM_NET_RING_SIZE=256K FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" 
   check "the receiver's rings stayed at most one grown ring" "$(stat ring_rx_bytes 1)" "-le 262144"
 else
   echo "FAIL: stream under FM_NET_RX_MEM=1" >&2
+  cat "$tmp/err" >&2
+  fails=$((fails + 1))
+fi
+# A receiver whose FM_NET_RING_SIZE is below its sender's: the sender's first
+# large messages come before the receiver's first ACK says what it allows.
+one_rank_env() { # one_rank_env RANK ASSIGNMENT CASE: CASE with ASSIGNMENT for rank RANK only
+  "$FMRUN" -n 2 sh -c "[ \"\$PMI_RANK\" = $1 ] && export $2; exec \"$CONF\" $3"
+}
+if one_rank_env 1 FM_NET_RING_SIZE=64K stream 2>"$tmp/err"; then
+  echo "ok: receiver's FM_NET_RING_SIZE=64K below the sender's: the stream exactly, in order"
+  check "the receiver's rings stayed at most 64 KiB" "$(stat ring_rx_bytes 1)" "-le 65536"
+else
+  echo "FAIL: stream to a receiver with a smaller FM_NET_RING_SIZE" >&2
   cat "$tmp/err" >&2
   fails=$((fails + 1))
 fi

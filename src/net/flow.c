@@ -69,12 +69,14 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
     free(f);
 }
 
-/* The largest ring our flows to s may have now: before the peer's first
- * ACK says, as large as ours. */
+/* The largest ring our flows to s may have now: until the peer's first
+ * ACK says what it allows, the smallest (its FM_NET_RING_SIZE may be below
+ * ours). */
 static uint32_t ring_limit(const struct fm_net *net, const struct fm_session *s)
 {
-    uint32_t peer = s->ring_max ? s->ring_max : net->p.ring_size;
-    return FM_MAX(FM_MIN(net->p.ring_size, peer), ring_min(net));
+    if (!s->ring_max)
+        return ring_min(net);
+    return FM_MAX(FM_MIN(net->p.ring_size, s->ring_max), ring_min(net));
 }
 
 uint32_t fm_flow_ring_max(const struct fm_net *net)
@@ -290,13 +292,19 @@ void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p)
     ack_timer_settle(s);
 }
 
-struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
-                                 const struct fm_wire_flow *w)
+struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
+                                  const struct fm_wire_flow *w, enum fm_drop *why)
 {
+    /* A ring larger than our FM_NET_RING_SIZE is taken: the sender chose it
+     * before our first ACK told it ring_max (ring_limit keeps that to its
+     * ring_min, which may be above ours). Refusing it would lose the flow's
+     * messages, which the sender goes on writing. */
+    *why = FM_DROP_FLOW;
     if (w->flow >= (1u << 20) || !fm_is_pow2(w->ring_size) || w->ring_size < 4096 ||
         w->ring_size > (1u << 30))
         return NULL;
-    if (w->flow >= s->rxf_cap) {
+    *why = FM_DROP_NOMEM;
+    if (w->flow >= s->rxf_cap) { /* room for it now: opening it cannot fail */
         uint32_t cap = FM_MAX(w->flow + 1, s->rxf_cap * 2);
         struct fm_rxflow **a = realloc(s->rxf, sizeof(*a) * cap);
         if (!a)
@@ -305,10 +313,6 @@ struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
         s->rxf = a;
         s->rxf_cap = cap;
     }
-    if (s->rxf[w->flow])
-        return NULL; /* a flow id is announced once */
-    if (w->ring_size > net->p.ring_size)
-        return NULL; /* more than our FM_NET_RING_SIZE: never granted */
     struct fm_rxflow *f = calloc(1, sizeof(*f));
     unsigned char *data = ring_alloc(net, w->ring_size, FM_NC_RING_RX_BYTES);
     if (!f || !data) {
@@ -322,9 +326,19 @@ struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
     f->id = w->flow;
     f->src_channel = w->src_channel;
     f->dst_channel = w->dst_channel;
-    s->rxf[w->flow] = f;
-    net->p.up.flow_new(net->p.up.core, f, s->rank);
+    *why = FM_DROP_NONE;
     return f;
+}
+
+enum fm_drop fm_flow_rx_open(struct fm_net *net, struct fm_session *s, struct fm_rxflow *f)
+{
+    if (s->rxf[f->id]) { /* a flow id is announced once */
+        fm_net_rxflow_free(f);
+        return FM_DROP_FLOW;
+    }
+    s->rxf[f->id] = f;
+    net->p.up.flow_new(net->p.up.core, f, s->rank);
+    return FM_DROP_NONE;
 }
 
 /* Whether a record's header is due at the write position: the reader sees

@@ -12,15 +12,18 @@
 #include <string.h>
 
 /* pl: the packet's payload; placed: its DATA bytes are in the ring already
- * (place_early). */
+ * (place_early); made: a held FLOW's flow (fm_flow_rx_make). */
 static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const struct fm_wire_hdr *h,
-                            const unsigned char *pl, int placed)
+                            const unsigned char *pl, int placed, struct fm_rxflow *made)
 {
     switch (h->op) {
     case FM_OP_FLOW: {
         struct fm_wire_flow w;
         memcpy(&w, pl, sizeof(w));
-        return fm_flow_rx_new(net, s, &w) ? FM_DROP_NONE : FM_DROP_FLOW;
+        enum fm_drop why;
+        if (!made && !(made = fm_flow_rx_make(net, s, &w, &why)))
+            return why;
+        return fm_flow_rx_open(net, s, made);
     }
     case FM_OP_DATA: {
         struct fm_wire_data d;
@@ -130,7 +133,7 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
             net->rx_gaps++; /* a new gap: the budget takes it for a drop */
         s->ack_now = 1; /* tell the sender about the gap at once */
         if (hold_room(s, off))
-            return FM_DROP_WINDOW;
+            return FM_DROP_NOMEM;
         struct held *hd = held_at(s, h->seq);
         if (hd->pkt || hd->placed)
             return FM_DROP_DUPLICATE;
@@ -147,17 +150,31 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
             s->nheld++;
             return FM_DROP_NONE;
         }
-        /* Held with its full header, whichever it came with. */
+        /* Held with its full header, whichever it came with; a FLOW with
+         * its flow made (an invalid one fails again in its turn). */
+        struct fm_rxflow *made = NULL;
+        enum fm_drop why = FM_DROP_NONE;
+        if (h->op == FM_OP_FLOW) {
+            struct fm_wire_flow w;
+            memcpy(&w, pl, sizeof(w));
+            made = fm_flow_rx_make(net, s, &w, &why);
+        }
         hd->len = sizeof(*h) + h->len;
-        hd->pkt = malloc(hd->len);
-        if (!hd->pkt)
-            return FM_DROP_WINDOW;
+        hd->pkt = why == FM_DROP_NOMEM ? NULL : malloc(hd->len);
+        if (!hd->pkt) {
+            if (made)
+                fm_net_rxflow_free(made);
+            return FM_DROP_NOMEM;
+        }
+        hd->made = made;
         memcpy(hd->pkt, h, sizeof(*h));
         memcpy((unsigned char *)hd->pkt + sizeof(*h), pl, h->len);
         s->nheld++;
         return FM_DROP_NONE;
     }
-    enum fm_drop why = deliver(net, s, h, pl, placed);
+    enum fm_drop why = deliver(net, s, h, pl, placed, NULL);
+    if (why == FM_DROP_NOMEM)
+        return why; /* not taken: it comes again */
     if (h->op == FM_OP_DATA)
         s->rx_alone = (h->flags & FM_HDR_ALONE) != 0;
     s->rcv_nxt++;
@@ -175,9 +192,10 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
         } else {
             struct fm_wire_hdr h2;
             memcpy(&h2, hd->pkt, sizeof(h2));
-            w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2), 0);
+            w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2), 0, hd->made);
             free(hd->pkt);
             hd->pkt = NULL;
+            hd->made = NULL;
         }
         if (w2 != FM_DROP_NONE)
             net->drops[w2]++;

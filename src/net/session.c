@@ -169,6 +169,8 @@ static void drop_held(struct fm_session *s)
         if (s->held[i].pkt || s->held[i].placed)
             s->nheld--;
         free(s->held[i].pkt);
+        if (s->held[i].made)
+            fm_net_rxflow_free(s->held[i].made);
         s->held[i] = (struct held){0};
     }
 }

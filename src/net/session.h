@@ -89,6 +89,7 @@ struct held {
     uint32_t flow; /* placed: the sender's flow id */
     uint16_t nbytes;
     uint8_t placed;
+    struct fm_rxflow *made; /* a held FLOW: its flow, made when it was held */
 };
 
 /* A session's view of one local rail. */
@@ -483,9 +484,15 @@ void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n
 void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo);
 /* Lets DATA packet p carry the credit s owes, if one flow owes it. */
 void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p);
-/* A FLOW packet opened a receiving flow: its landing ring, or NULL. */
-struct fm_rxflow *fm_flow_rx_new(struct fm_net *net, struct fm_session *s,
-                                 const struct fm_wire_flow *w);
+/* A FLOW packet's receiving flow, with its ring, not yet open: NULL and
+ * *why FM_DROP_NOMEM (no memory now: the packet must not be acknowledged,
+ * its sender sends it again) or FM_DROP_FLOW (never). Taken when the packet
+ * is, delivered or held, so that a packet once acknowledged (selectively
+ * too: the sender does not send that again) always opens. */
+struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
+                                  const struct fm_wire_flow *w, enum fm_drop *why);
+/* Opens f in its turn: FM_DROP_FLOW (and f freed) if its id is in use. */
+enum fm_drop fm_flow_rx_open(struct fm_net *net, struct fm_session *s, struct fm_rxflow *f);
 /* DATA bytes of f at stream position pos, in turn: laid into the ring
  * (b NULL: they were already, by fm_flow_rx_place), and the records they
  * complete published. */

@@ -20,6 +20,7 @@ const char *const fm_drop_names[FM_DROP_COUNT] = {
     [FM_DROP_WINDOW] = "window",
     [FM_DROP_FLOW] = "flow",
     [FM_DROP_FAULT] = "fault",
+    [FM_DROP_NOMEM] = "nomem",
 };
 
 uint32_t fm_wire_crc_prefix(const void *pkt, size_t hdr_len, size_t len)

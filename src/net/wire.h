@@ -209,6 +209,7 @@ enum fm_drop {
     FM_DROP_WINDOW,      /* sequence number outside the receive window */
     FM_DROP_FLOW,        /* unknown flow, or bytes outside its ring or credit */
     FM_DROP_FAULT,       /* dropped by the fault injector (FM_FAULT) */
+    FM_DROP_NOMEM,       /* no memory to take it now: not acknowledged, sent again */
     FM_DROP_COUNT
 };
 
