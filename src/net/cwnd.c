@@ -55,10 +55,12 @@
 #define CWND_MIN_PACKETS (2 * ACK_EVERY)
 
 /* Whether the round's shortest round trip says the window keeps a queue:
- * a queue delays every packet, where a busy CPU delays some. */
+ * a queue delays every packet, where a busy CPU delays some. (The path's
+ * shortest expires and starts again from a later sample, which may be
+ * above the round's.) */
 static int queue_builds(const struct fm_session *s)
 {
-    return s->cc_rtt_round && s->rtt_min &&
+    return s->cc_rtt_round > s->rtt_min && s->rtt_min &&
            s->cc_rtt_round - s->rtt_min > FM_MAX(s->rtt_min, (uint64_t)QUEUE_TARGET_NS);
 }
 
