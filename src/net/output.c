@@ -263,7 +263,7 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
             break;
         emit(net, s, q, &pkts[n++], now);
         e->due = 0;
-        e->retx++;
+        e->retx += e->retx < UINT8_MAX; /* 0 would mean never resent */
         e->t_sent = now;
         fm_loss_resent(s, q);
     }
