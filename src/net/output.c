@@ -280,6 +280,8 @@ static int status_query(struct fm_net *net, struct fm_session *s, struct fm_pkt_
 {
     *hold = net->p.rail_query && net->p.nrails > 1 && !s->status_fresh &&
             s->snd_una == s->snd_nxt && has_new_data(s);
+    if (!*hold)
+        s->t_status_asked = 0; /* nothing waits for the answer: no deadline */
     if (!*hold || max < 1 || (s->t_status_asked && now - s->t_status_asked < s->rto))
         return 0;
     fm_pkt_init(net, s, &pkts[0], FM_OP_PING);
