@@ -498,8 +498,8 @@ static int stopped_ends(struct fm_net *net, struct fm_session *s, struct fm_pkt_
     }
     if (!waiting)
         s->t_ends_due = 0;
-    else if (now >= s->t_ends_due) /* data or the window holds them: look again later */
-        s->t_ends_due = now + net->p.ack_delay_ns;
+    else if (now >= s->t_ends_due) /* data, the window or a grant holds them: they go */
+        s->t_ends_due = now + FM_MAX(net->p.ack_delay_ns, s->rto); /* with what moves those */
     return n;
 }
 
