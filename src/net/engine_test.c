@@ -600,6 +600,30 @@ static void test_bye(void)
     CHECK_EQ(fm_net_unacked(sides[0].net), 0);
 }
 
+/* A goodbye held behind a gap: when the gap fills, the session ends with
+ * nothing held, and the goodbye's acknowledgement goes (the count of held
+ * packets wrapped, and building that ACK looped for ever). */
+static void test_bye_after_gap(void)
+{
+    reset();
+    stream(5000, 4);
+    struct fm_txflow *f;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    uint64_t sent = 0;
+    write_msg(sides[0].net, f, 100, 3, &sent);
+    fm_net_bye(sides[0].net);
+    pump_out(0, 1);
+    CHECK(nqueue >= 2);
+    CHECK_EQ(queue[nqueue - 1].data[1], FM_OP_BYE);
+    memmove(&queue[0], &queue[1], sizeof(queue[0]) * (size_t)--nqueue); /* lose the first */
+    for (int i = 0; i < 20 && fm_net_unacked(sides[0].net); i++) {
+        deliver_all();
+        exchange(1, 500000);
+    }
+    CHECK_EQ(sides[1].gone_state, FM_NET_PEER_LEFT);
+    CHECK_EQ(fm_net_unacked(sides[0].net), 0);
+}
+
 /* Packets in the datagrams of one output of `from` (the link bundles
  * them): how many were sequenced FLOW_ENDs. */
 static int flow_ends_out(int from, int *total)
@@ -951,6 +975,7 @@ int main(void)
     test_rails();
     test_silence();
     test_bye();
+    test_bye_after_gap();
     test_stop_rides();
     test_many_stops();
     test_first_cut();

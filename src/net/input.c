@@ -184,22 +184,26 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
     struct held *hd;
     while (s->nheld && s->state != S_GONE &&
            ((hd = held_at(s, s->rcv_nxt))->pkt || hd->placed)) {
+        /* Out of the table before its delivery: a goodbye ends the session,
+         * which lets go of everything still held (nheld wrapped, and the
+         * ACK's walk of the held packets never ended). */
         enum fm_drop w2;
+        s->nheld--;
         if (hd->placed) {
+            hd->placed = 0;
             struct fm_rxflow *f = hd->flow < s->rxf_cap ? s->rxf[hd->flow] : NULL;
             w2 = f ? fm_flow_rx_data(net, f, hd->pos, NULL, hd->nbytes) : FM_DROP_FLOW;
-            hd->placed = 0;
         } else {
+            unsigned char *pkt = hd->pkt;
+            struct fm_rxflow *made = hd->made;
+            *hd = (struct held){0};
             struct fm_wire_hdr h2;
-            memcpy(&h2, hd->pkt, sizeof(h2));
-            w2 = deliver(net, s, &h2, (unsigned char *)hd->pkt + sizeof(h2), 0, hd->made);
-            free(hd->pkt);
-            hd->pkt = NULL;
-            hd->made = NULL;
+            memcpy(&h2, pkt, sizeof(h2));
+            w2 = deliver(net, s, &h2, pkt + sizeof(h2), 0, made);
+            free(pkt);
         }
         if (w2 != FM_DROP_NONE)
             net->drops[w2]++;
-        s->nheld--;
         s->rcv_nxt++;
         s->unacked++;
         s->rx_since_tx += s->rx_since_tx < UINT32_MAX;

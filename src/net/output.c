@@ -158,7 +158,7 @@ static int sack_ranges(const struct fm_session *s, struct fm_wire_sack *r)
 {
     int n = 0;
     uint32_t seen = 0;
-    for (uint32_t q = s->rcv_nxt + 1; seen < s->nheld; q++) {
+    for (uint32_t q = s->rcv_nxt + 1; seen < s->nheld && q - s->rcv_nxt <= s->held_cap; q++) {
         if (!held_at(s, q)->pkt && !held_at(s, q)->placed)
             continue;
         seen++;
