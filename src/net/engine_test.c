@@ -600,6 +600,27 @@ static void test_bye(void)
     CHECK_EQ(fm_net_unacked(sides[0].net), 0);
 }
 
+/* Idle sessions, the clock jumping to each next deadline: every wake-up has
+ * a timer to act on. (After a heartbeat or a delayed ACK the deadline was
+ * left at now + 1, a wake-up for nothing.) */
+static void test_idle_wakes_for_timers(void)
+{
+    reset();
+    stream(100000, 1);
+    int wakes = 0, idle = 0;
+    for (int k = 0; k < 400; k++) {
+        exchange(1, 0);
+        uint64_t d = FM_MIN(fm_net_deadline(sides[0].net), fm_net_deadline(sides[1].net));
+        CHECK(d != UINT64_MAX);
+        idle += d > now + 1;
+        wakes++;
+        now = FM_MAX(now + 1, d);
+    }
+    CHECK_EQ(idle, wakes);
+    CHECK(now > 100000000000ull); /* 400 heartbeats apart, not ticks */
+    CHECK_EQ(sides[0].gone_state, 0);
+}
+
 /* A goodbye held behind a gap: when the gap fills, the session ends with
  * nothing held, and the goodbye's acknowledgement goes (the count of held
  * packets wrapped, and building that ACK looped for ever). */
@@ -976,6 +997,7 @@ int main(void)
     test_silence();
     test_bye();
     test_bye_after_gap();
+    test_idle_wakes_for_timers();
     test_stop_rides();
     test_many_stops();
     test_first_cut();

@@ -656,9 +656,11 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
     /* The sessions whose timers are due, each once: a deadline that is
      * still past afterwards (an ACK that only this output sends) waits for
      * the next output. */
+    net->outputs++;
     for (struct fm_session *s; (s = fm_timer_due(net, now));) {
         fm_session_timers(net, s, now);
         fm_timer_set(net, s, FM_MAX(fm_session_deadline(net, s), now + 1));
+        s->timers_ran = net->outputs;
     }
     if (flush) {
         for (int i = 0; i < net->ngathering; i++) {
@@ -685,8 +687,15 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         n += k;
         /* (At the next clock reading at the earliest, as the due loop
          * refiles: a full batch's next call, at the same `now`, does not
-         * run the timers again for a resend it had no room for.) */
-        fm_timer_sooner(net, s, FM_MAX(fm_session_deadline(net, s), now + 1));
+         * run the timers again for a resend it had no room for.) If its
+         * timers ran in this call, what they left due has gone now: the
+         * deadline is exact again (sooner would keep the due loop's now+1,
+         * a wake-up for nothing after every heartbeat or delayed ACK). */
+        uint64_t d = FM_MAX(fm_session_deadline(net, s), now + 1);
+        if (s->timers_ran == net->outputs)
+            fm_timer_set(net, s, d);
+        else
+            fm_timer_sooner(net, s, d);
         if (n >= max)
             break;
         if (!again)

@@ -322,7 +322,7 @@ uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *
 {
     uint64_t d = UINT64_MAX;
     if (s->state == S_HELLO_SENT)
-        return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns);
+        return FM_MIN(s->t_hello, s->t_first_hello + net->p.timeout_ns + 1); /* as its timer */
     if (s->state != S_UP)
         return d;
     /* Only what a timer will act on: a deadline that stays past would

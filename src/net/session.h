@@ -146,6 +146,7 @@ struct fm_session {
     uint8_t hello_ack_due;
     uint8_t pending;       /* in the engine's pending list */
     uint32_t timer_idx;    /* timers.c: 1 + its place in the heap, 0 if not filed */
+    uint32_t timers_ran;   /* the output call (net->outputs) that last ran its timers */
     uint8_t gathering;     /* holds a part-filled packet back: in the gathering list */
     uint8_t ack_now;       /* send an ACK at the next output */
     uint8_t ack_soon;      /* enough came for an ACK: it goes once the program had a turn */
@@ -251,6 +252,7 @@ struct fm_net {
         struct fm_session *s;
     } *timers;
     uint32_t ntimers, timers_cap;
+    uint32_t outputs; /* fm_net_output calls, for fm_session.timers_ran */
     /* Room for every session (all_cap), so that adding to them never fails. */
     struct fm_session **pending; /* sessions with something to send */
     int npending;
