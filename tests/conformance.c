@@ -686,6 +686,38 @@ static void case_kill(void)
     CHECK_RC(fm_ep_close(after), 0);
 }
 
+/*
+ * Over the network, a peer that stops answering without dying (hung,
+ * stopped, behind a dead host: no ICMP comes back) is lost after the
+ * timeout for a rank asleep in fm_wait. Rank 0 stops calling the library
+ * for three timeouts, then leaves without a goodbye; rank 1 waits for it
+ * and must hear FM_EPEERLOST within two. (A waiting rank's heartbeats used
+ * to forgive the silence every time.)
+ */
+static void case_hung(void)
+{
+    const char *t = getenv("FM_NET_TIMEOUT_MS");
+    uint64_t timeout = (uint64_t)(t ? atoi(t) : 3000) * 1000000u;
+    char b = 'x';
+    if (rank == 0) {
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 1, CH), &b, 1), 1);
+        CHECK_EQ(fmt_recv_copy(ep, &b, 1, NULL), 1); /* our message was acknowledged */
+        struct timespec ts = {.tv_sec = (time_t)(3 * timeout / 1000000000u),
+                              .tv_nsec = (long)(3 * timeout % 1000000000u)};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        _exit(0);
+    } else if (rank == 1) {
+        CHECK_EQ(fmt_recv_copy(ep, &b, 1, NULL), 1);
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH), &b, 1), 1);
+        uint64_t t0 = now_ns();
+        fm_addr src;
+        CHECK_RC(fmt_recv_copy(ep, &b, 1, &src), FM_EPEERLOST);
+        CHECK_EQ(fm_addr_rank(ctx, src), 0);
+        CHECK(now_ns() - t0 < 2 * timeout);
+    }
+}
+
 /* A rank that leaves through fm_finalize is not a failure: sends to it fail
  * with FM_EPEERLOST, but fm_recv reports nothing. */
 static void case_finalize(void)
@@ -1180,7 +1212,7 @@ static const struct {
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
-    {"wait_unacked", case_wait_unacked},
+    {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},

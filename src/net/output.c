@@ -636,11 +636,17 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
 
 int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flush, uint64_t now)
 {
-    /* Back after a long time without progress (the program computed, or
+    /* Back long after the engine asked to run (the program computed, or
      * waited on something else): our peers' heartbeats are only now being
      * read, and they may have been away as well. Silence while we were not
-     * listening proves nothing, so every peer gets a full timeout again. */
-    if (net->t_last_output && now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
+     * listening proves nothing, so every peer gets a full timeout again.
+     * Measured from the deadline, not from the last output: a process
+     * asleep in fm_wait wakes for its heartbeats, a timeout/4 apart, and
+     * a gap of that much forgave a silent peer at every heartbeat, so it
+     * was never found lost. */
+    uint64_t late = net->p.timeout_ns / (2 * PINGS_PER_TIMEOUT);
+    if (net->t_last_output && now > net->t_wake && now - net->t_wake > late &&
+        now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
         for (int i = 0; i < net->nall; i++) {
             struct fm_session *s = net->all[i];
             if (s->t_last_rx)
@@ -707,6 +713,7 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
         if (net->pending[j]->pending)
             net->pending[keep++] = net->pending[j];
     net->npending = keep;
+    net->t_wake = fm_net_deadline(net);
     return n;
 }
 

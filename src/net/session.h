@@ -259,6 +259,7 @@ struct fm_net {
     struct fm_session **gathering; /* sessions holding small messages back */
     int ngathering;
     uint64_t t_last_output; /* when fm_net_output last ran */
+    uint64_t t_wake;        /* the engine's deadline when fm_net_output last returned */
     unsigned char *spare[16]; /* smallest rings of ended flows, for the next ones */
     int nspare;
     uint64_t rng;
