@@ -687,6 +687,87 @@ static void case_kill(void)
 }
 
 /*
+ * Two endpoints of one process send large messages to the same peer in
+ * turn, one try each, as a program serving both would: each one's flow
+ * grows for them, and both get through. (The ring a grown flow's successor
+ * gets was kept once a session: each endpoint's growth overwrote the
+ * other's, whose successor started small and grew again, for ever.)
+ */
+static void case_two_grow(void)
+{
+    enum { LEN = 65536, TOTAL = 20 * LEN };
+    fm_ep *e[2];
+    char b = 0;
+    for (int k = 0; k < 2; k++)
+        CHECK_RC(fm_ep_open(ctx, CH + 1 + k, &e[k]), 0);
+    unsigned char *buf[2];
+    for (int k = 0; k < 2; k++) {
+        buf[k] = malloc(TOTAL);
+        CHECK(buf[k] != NULL);
+    }
+    size_t off[2] = {0, 0};
+    uint64_t t0 = now_ns();
+    if (rank == 0) {
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; i < TOTAL; i++)
+                buf[k][i] = fmt_pattern(31 + (uint64_t)k, i);
+        /* The session is up and the peer's ring bound known: growth is due. */
+        CHECK_EQ(fmt_send_all(e[0], fm_addr_of(ctx, 1, CH + 1), &b, 1), 1);
+        CHECK_EQ(fmt_recv_copy(e[0], &b, 1, NULL), 1);
+        t0 = now_ns();
+        while (off[0] < TOTAL || off[1] < TOTAL) {
+            for (int k = 0; k < 2; k++) {
+                if (off[k] == TOTAL)
+                    continue;
+                struct iovec v = {buf[k] + off[k], FM_MIN_(LEN, TOTAL - off[k])};
+                ssize_t n = fm_send(e[k], fm_addr_of(ctx, 1, CH + 1 + k), &v, 1);
+                if (n == FM_EAGAIN) {
+                    fm_progress(ctx);
+                    continue;
+                }
+                CHECK(n > 0);
+                off[k] += (size_t)n;
+            }
+            if (now_ns() - t0 > 10000000000ull)
+                fmt_fail(__FILE__, __LINE__, "%zu and %zu of %d bytes sent in 10 s", off[0],
+                         off[1], TOTAL);
+        }
+    } else if (rank == 1) {
+        CHECK_EQ(fmt_recv_copy(e[0], &b, 1, NULL), 1);
+        CHECK_EQ(fmt_send_all(e[0], fm_addr_of(ctx, 0, CH + 1), &b, 1), 1);
+        while (off[0] < TOTAL || off[1] < TOTAL) {
+            int got = 0;
+            for (int k = 0; k < 2; k++) {
+                struct iovec seg[FM_SEGS_MAX];
+                int nseg;
+                ssize_t n = fm_recv(e[k], seg, &nseg, NULL);
+                if (n == FM_EAGAIN)
+                    continue;
+                CHECK(n > 0 && off[k] + (size_t)n <= TOTAL);
+                for (int i = 0; i < nseg; i++)
+                    for (size_t j = 0; j < seg[i].iov_len; j++, off[k]++)
+                        if (((unsigned char *)seg[i].iov_base)[j] !=
+                            fmt_pattern(31 + (uint64_t)k, off[k]))
+                            fmt_fail(__FILE__, __LINE__, "byte %zu of stream %d differs",
+                                     off[k], k);
+                CHECK_RC(fm_recv_done(e[k]), 0);
+                got = 1;
+            }
+            if (!got)
+                fm_wait(e[off[0] < TOTAL ? 0 : 1], 1);
+            if (now_ns() - t0 > 20000000000ull)
+                fmt_fail(__FILE__, __LINE__, "%zu and %zu of %d bytes came in 20 s", off[0],
+                         off[1], TOTAL);
+        }
+    }
+    barrier();
+    for (int k = 0; k < 2; k++) {
+        free(buf[k]);
+        CHECK_RC(fm_ep_close(e[k]), 0);
+    }
+}
+
+/*
  * Over the network, a peer that stops answering without dying (hung,
  * stopped, behind a dead host: no ICMP comes back) is lost after the
  * timeout for a rank asleep in fm_wait. Rank 0 stops calling the library
@@ -1213,6 +1294,7 @@ static const struct {
     {"invalid", case_invalid},     {"kill", case_kill},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
+    {"two_grow", case_two_grow},
     {"ring", case_ring},           {"private", case_private},
     {"singleton", case_singleton}, {"nomem", case_nomem},
     {"linkdown", case_linkdown},   {"connect_loop", case_connect_loop},

@@ -88,6 +88,50 @@ uint32_t fm_flow_ring_max(const struct fm_net *net)
     return max;
 }
 
+/*
+ * The ring of the flow that succeeds f, which ended to grow: kept by
+ * channel pair until the route resolves again, one entry a pair. (A single
+ * entry a session was overwritten by a second endpoint growing in turn: the
+ * first's successor started small, grew and overwrote the second's, for
+ * ever.) An entry whose route never came back, its endpoint closed, goes
+ * after RING_IDLE_NS; without memory for one, the successor starts small.
+ */
+static void grow_note(struct fm_net *net, struct fm_session *s, const struct fm_txflow *f,
+                      uint32_t size)
+{
+    uint64_t now = net->t_last_output;
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < s->ngrows; i++) {
+        const struct fm_grow *g = &s->grows[i];
+        if ((g->src_channel != f->src_channel || g->dst_channel != f->dst_channel) &&
+            now - g->t <= RING_IDLE_NS)
+            s->grows[keep++] = *g;
+    }
+    s->ngrows = keep;
+    if (s->ngrows == s->grows_cap) {
+        uint32_t cap = s->grows_cap ? 2 * s->grows_cap : 4;
+        struct fm_grow *a = realloc(s->grows, sizeof(*a) * cap);
+        if (!a)
+            return;
+        s->grows = a;
+        s->grows_cap = cap;
+    }
+    s->grows[s->ngrows++] = (struct fm_grow){f->src_channel, f->dst_channel, size, now};
+}
+
+/* The ring a new flow of these channels gets: its predecessor's growth. */
+static uint32_t grow_take(struct fm_net *net, struct fm_session *s, uint32_t src, uint32_t dst)
+{
+    for (uint32_t i = 0; i < s->ngrows; i++) {
+        if (s->grows[i].src_channel == src && s->grows[i].dst_channel == dst) {
+            uint32_t size = s->grows[i].size;
+            s->grows[i] = s->grows[--s->ngrows];
+            return size;
+        }
+    }
+    return FM_MIN(ring_min(net), ring_limit(net, s));
+}
+
 int fm_net_flow_full(struct fm_net *net, struct fm_txflow *f, size_t want)
 {
     struct fm_session *s = f->s;
@@ -97,9 +141,7 @@ int fm_net_flow_full(struct fm_net *net, struct fm_txflow *f, size_t want)
         return 0;
     while (size < limit && size < 4 * (uint64_t)want)
         size *= 2;
-    s->grow_src = f->src_channel;
-    s->grow_dst = f->dst_channel;
-    s->grow_size = (uint32_t)FM_MIN(size, limit);
+    grow_note(net, s, f, (uint32_t)FM_MIN(size, limit));
     net->nc[FM_NC_RING_GROWN]++;
     fm_net_flow_end(net, f);
     return 1;
@@ -166,6 +208,7 @@ void fm_flows_free(struct fm_session *s)
     free(s->txf);
     free(s->free_ids);
     free(s->live);
+    free(s->grows);
     for (uint32_t i = 0; i < s->rxf_cap; i++)
         if (s->rxf[i])
             fm_net_rxflow_free(s->rxf[i]);
@@ -225,11 +268,7 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
         }
         s->txf_cap = cap;
     }
-    uint32_t size = ring_min(net);
-    if (s->grow_size && s->grow_src == src_channel && s->grow_dst == dst_channel) {
-        size = s->grow_size; /* the successor of a flow that grew */
-        s->grow_size = 0;
-    }
+    uint32_t size = grow_take(net, s, src_channel, dst_channel);
     struct fm_txflow *f = calloc(1, sizeof(*f));
     unsigned char *data = ring_alloc(net, size, FM_NC_RING_TX_BYTES);
     if (!f || !data) {

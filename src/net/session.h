@@ -121,6 +121,13 @@ struct sess_table {
     size_t cap, n;
 };
 
+/* A flow that ended to grow, by its channels: the ring its successor gets. */
+struct fm_grow {
+    uint32_t src_channel, dst_channel;
+    uint32_t size;
+    uint64_t t; /* when */
+};
+
 struct fm_session {
     struct fm_net *net;
     int rank;              /* the peer's index: a rank, or (>= size) a named peer */
@@ -166,7 +173,8 @@ struct fm_session {
     uint8_t in_recent;     /* budget.c: listed in net->recent */
     uint8_t probes;        /* budget.c: PINGs sent while waiting for a turn */
     uint32_t ring_max;     /* the largest ring the peer lets our flows grow to */
-    uint32_t grow_src, grow_dst, grow_size; /* a flow that grew: its successor's ring */
+    struct fm_grow *grows; /* flows that ended to grow: their successors' rings (flow.c) */
+    uint32_t ngrows, grows_cap;
     uint32_t births;       /* flows created, for their order */
 
     /* transmit */
