@@ -69,14 +69,14 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
     free(f);
 }
 
-/* The largest ring our flows to s may have now: until the peer's first
- * ACK says what it allows, the smallest (its FM_NET_RING_SIZE may be below
- * ours). */
+/* The largest ring our flows to s may have now: what the peer's ACKs
+ * allow, its bound over our FM_NET_RING_MIN too (it may be below); until
+ * its first ACK says, our smallest. */
 static uint32_t ring_limit(const struct fm_net *net, const struct fm_session *s)
 {
     if (!s->ring_max)
         return ring_min(net);
-    return FM_MAX(FM_MIN(net->p.ring_size, s->ring_max), ring_min(net));
+    return FM_MIN(net->p.ring_size, s->ring_max);
 }
 
 uint32_t fm_flow_ring_max(const struct fm_net *net)
