@@ -43,6 +43,7 @@ static size_t calloc_fail_at; /* the next calloc of this many bytes fails (0: no
 static size_t memalign_fail_at; /* the same for posix_memalign */
 static int failures;
 
+#ifndef SANITIZED
 /* Whether an allocation of n bytes is the one armed in *at (and disarms it). */
 static int fails_now(size_t *at, size_t n)
 {
@@ -55,7 +56,6 @@ static int fails_now(size_t *at, size_t n)
     return 0;
 }
 
-#ifndef SANITIZED
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_memalign(size_t align, size_t size);
 
