@@ -587,6 +587,19 @@ static void test_silence(void)
     CHECK(now - t0 >= 2000000000ull);
     struct fm_txflow *f;
     CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), FM_EPEERLOST);
+    /* The session's rings go with it, on both sides (they stayed until the
+     * engine went away). */
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_RING_TX_BYTES], 0);
+    sides[1].nrx = 0; /* its flows are the engine's to end now */
+    while (sides[1].gone_state == 0) {
+        pump_out(1, 1);
+        nqueue = 0;
+        now += 10000000;
+    }
+    fm_net_counters(sides[1].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_RING_RX_BYTES], 0);
 }
 
 static void test_bye(void)

@@ -178,6 +178,20 @@ void fm_flow_done(struct fm_session *s, struct fm_txflow *f)
     f->ring.data = NULL;
 }
 
+void fm_flows_over(struct fm_net *net, struct fm_session *s)
+{
+    while (s->nlive)
+        fm_flow_done(s, s->live[0]);
+    for (uint32_t i = 0; i < s->rxf_cap; i++) {
+        struct fm_rxflow *f = s->rxf[i];
+        if (!f)
+            continue;
+        s->rxf[i] = NULL; /* the core owns it from here, as after a FLOW_END */
+        __atomic_store_n(&f->ended, 1, __ATOMIC_RELEASE);
+        net->p.up.flow_end(net->p.up.core, f);
+    }
+}
+
 void fm_net_flow_pin(struct fm_net *net, struct fm_txflow *f, int on)
 {
     f->pinned = (uint8_t)on;
@@ -524,7 +538,7 @@ int fm_net_released(struct fm_net *net, struct fm_rxflow *f)
 void fm_net_flow_end(struct fm_net *net, struct fm_txflow *f)
 {
     struct fm_session *s = f->s;
-    if (f->ending)
+    if (f->ending || f->done)
         return;
     f->ending = 1;
     __atomic_fetch_add(&f->gen, 1, __ATOMIC_RELEASE); /* routes to it resolve a new flow */

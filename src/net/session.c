@@ -192,6 +192,7 @@ void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
     for (uint32_t i = 0; i < s->nlive; i++)
         __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
     drop_held(s);
+    fm_flows_over(net, s);
     if (state == FM_NET_PEER_FAILED)
         net->nc[FM_NC_PEERS_LOST]++;
     fm_info("net", "session with rank %d ends: %s", s->rank,

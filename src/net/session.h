@@ -489,6 +489,13 @@ static inline int fm_cwnd_allows(const struct fm_session *s, uint64_t inflight, 
 void fm_flow_done(struct fm_session *s, struct fm_txflow *f);
 /* Frees every flow of a session (the engine goes away). */
 void fm_flows_free(struct fm_session *s);
+/* The session ended: nothing more will be sent or acknowledged. Its sending
+ * flows are over (rings freed now, flows when their routes, told by gen,
+ * let go); its receiving flows end as a FLOW_END would end them, read to
+ * their end by their endpoints or freed if none reads them. Kept until the
+ * engine went away before: a server whose named peers come and go grew
+ * with each. */
+void fm_flows_over(struct fm_net *net, struct fm_session *s);
 /* Credits from an ACK: the receiver released that much of each flow. */
 void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n);
 /* Takes the credit a DATA packet carries (FM_HDR_CREDIT). */
