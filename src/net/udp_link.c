@@ -347,13 +347,29 @@ static struct fm_rxflow **predecessor(struct udp_ep *ue, const struct fm_rxflow 
     return NULL;
 }
 
+/* Whether a flow of the same sender to the same channel is parked: f must
+ * wait behind it. (The endpoint is published before its refresh offers
+ * the parked flows, and another thread's progress may deliver a grown
+ * flow's successor in between; or a flow was parked because attaching it
+ * failed. Either way the successor was read first.) */
+static int parked_before(const struct udp_link *nl, const struct fm_rxflow *f)
+{
+    for (int i = 0; i < nl->nparked; i++) {
+        const struct fm_rxflow *p = nl->parked[i];
+        if (p->src_rank == f->src_rank && p->src_channel == f->src_channel &&
+            p->dst_channel == f->dst_channel)
+            return 1;
+    }
+    return 0;
+}
+
 /* Offers a flow's ring to the endpoint open on its channel, after the flows
  * of the same sender it holds; without one, the flow is parked until the
  * channel opens, like a ULFM port's unexpected messages. */
 static void offer(struct udp_link *nl, struct fm_rxflow *f)
 {
     f->owner = NULL;
-    fm_ep *ep = fm_core_ep_on(nl->ctx, f->dst_channel);
+    fm_ep *ep = parked_before(nl, f) ? NULL : fm_core_ep_on(nl->ctx, f->dst_channel);
     if (ep) {
         struct fm_rxflow **after = predecessor(fm_core_ep_state(ep, &fm_udp_link), f);
         if (after) {
