@@ -45,6 +45,7 @@ struct udp_link {
     struct fm_pkt_out out[FM_UDP_SEND_MAX];
     struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
     int nparked, parked_cap;
+    uint8_t parked_retry;      /* one was parked at an open channel (no memory) */
     pthread_t thread;
     int thread_on;
     int stop_fd;               /* eventfd that ends the progress thread */
@@ -174,9 +175,13 @@ static void output(struct udp_link *nl, int flush, uint64_t now)
 /* Receives, runs timers, sends. Called with the link's lock held, and
  * the clock just read (a reading costs about 24 ns in this VM, a sixth of
  * a poll of an empty socket's own work). */
+static void offer_parked(struct udp_link *nl);
+
 static int run(struct udp_link *nl, int flush, uint64_t now)
 {
     int got = 0;
+    if (nl->parked_retry)
+        offer_parked(nl);
     for (int round = 0; round < RECV_ROUNDS; round++) {
         if (round)
             now = fm_now_ns();
@@ -378,6 +383,7 @@ static void offer(struct udp_link *nl, struct fm_rxflow *f)
         }
         if (attach(ep, f) == 0)
             return;
+        nl->parked_retry = 1; /* the next run offers it again */
     }
     if (nl->nparked == nl->parked_cap) {
         int cap = nl->parked_cap ? nl->parked_cap * 2 : 8;
@@ -542,19 +548,26 @@ static int udp_ep_open(fm_ctx *ctx, void *state, fm_ep *ep, void **ep_state)
 }
 
 /* The endpoint is published: the flows parked for its channel join it. */
-static int udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+/* Offers the parked flows again, in their order. (Lock held.) */
+static void offer_parked(struct udp_link *nl)
 {
-    (void)ctx, (void)ep, (void)ep_state;
-    struct udp_link *nl = state;
-    pthread_mutex_lock(&nl->lock);
     int n = nl->nparked;
     struct fm_rxflow **parked = nl->parked;
     /* offer() parks again what finds no endpoint: start from an empty list. */
     nl->parked = NULL;
     nl->nparked = nl->parked_cap = 0;
+    nl->parked_retry = 0;
     for (int i = 0; i < n; i++)
         offer(nl, parked[i]);
     free(parked);
+}
+
+static int udp_refresh(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
+{
+    (void)ctx, (void)ep, (void)ep_state;
+    struct udp_link *nl = state;
+    pthread_mutex_lock(&nl->lock);
+    offer_parked(nl);
     pthread_mutex_unlock(&nl->lock);
     return 0;
 }
