@@ -3,7 +3,8 @@
 # libpmix, a launcher that cannot be reached: each fails fm_init with a
 # message that names the bootstrap and what to change, never a hang or a
 # job of singletons. So does a malformed FM_FAULT, even in a job on one node
-# that never uses the network path.
+# that never uses the network path, and FM_TRANSPORTS set differently on two
+# ranks.
 #   boot_errors_test.sh FMRUN CONFORMANCE
 set -u
 FMRUN=$1
@@ -37,6 +38,9 @@ expect_failure "unreachable PMI_PORT" "cannot connect to the launcher at PMI_POR
   env PMI_PORT=127.0.0.1:1 PMI_ID=0 "$CONF" singleton
 expect_failure "PMI_PORT without PMI_ID" "PMI_ID is not a number" \
   env PMI_PORT=127.0.0.1:1 "$CONF" singleton
+# Each rank reads its own environment: a rank with other transports says so.
+expect_failure "FM_TRANSPORTS differs between ranks" "FM_TRANSPORTS is udp here and shm,udp on rank 0" \
+  "$FMRUN" -n 2 sh -c "[ \"\$PMI_RANK\" = 1 ] && export FM_TRANSPORTS=udp; exec \"$CONF\" pingpong"
 expect_failure "FM_FAULT on=sideways, one node" "on=sideways is not send, recv or both" \
   env FM_FAULT=drop=0.01,on=sideways "$FMRUN" -n 2 "$CONF" pingpong
 

@@ -113,6 +113,42 @@ static int find_nodes(fm_ctx *ctx, char *err, size_t errlen)
     return nodes_from_cards(ctx, err, errlen);
 }
 
+/*
+ * Every rank of a job must use the same transports, and each reads its own
+ * environment: rank 0 publishes its FM_TRANSPORTS, the others compare after
+ * the first fence. (A difference made the links' setups disagree, and
+ * fm_init failed at a fence on every rank, without a reason.)
+ */
+static void transports_text(const fm_ctx *ctx, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < fm_cfg_count; i++)
+        if (strcmp(fm_cfg_table[i].name, "FM_TRANSPORTS") == 0)
+            fm_config_format(&fm_cfg_table[i], &ctx->cfg, buf, len);
+}
+
+static int transports_publish(fm_ctx *ctx)
+{
+    char mine[64];
+    transports_text(ctx, mine, sizeof(mine));
+    return ctx->rank == 0 ? ctx->boot.ops->put(&ctx->boot, "transports", mine) : 0;
+}
+
+static int transports_check(fm_ctx *ctx, char *err, size_t errlen)
+{
+    char mine[64], theirs[64];
+    if (ctx->rank == 0 || ctx->boot.ops->get(&ctx->boot, 0, "transports", theirs,
+                                             sizeof(theirs)) != 0)
+        return 0;
+    transports_text(ctx, mine, sizeof(mine));
+    if (strcmp(mine, theirs) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "FM_TRANSPORTS is %s here and %s on rank 0: every rank of a job must use the same",
+             mine, theirs);
+    return FM_EINVAL;
+}
+
 static int fence(fm_ctx *ctx, const char *which, char *err, size_t errlen)
 {
     int rc = ctx->boot.ops->fence(&ctx->boot);
@@ -210,11 +246,15 @@ static int init_ctx(fm_ctx **out, bool singleton, const char *const *defaults)
         setup_fences(ctx);
     if (!rc && ctx->size > 1)
         rc = fm_peers_publish(ctx);
+    if (!rc && ctx->size > 1)
+        rc = transports_publish(ctx);
     /* Two fences before the links start: what a link publishes at setup
      * (address cards, the node board) is visible after the first, what it
      * writes at join after the second (shm/board.h). */
     if (!rc)
         rc = fence(ctx, "the fence", err, sizeof(err));
+    if (!rc && ctx->size > 1)
+        rc = transports_check(ctx, err, sizeof(err));
     if (!rc)
         rc = links_stage(ctx, STAGE_JOIN, err, sizeof(err));
     if (!rc)
