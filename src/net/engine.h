@@ -258,7 +258,8 @@ void fm_net_input_done(struct fm_net *net);
 
 /* An ICMP error came back on `rail` for `from`: with refused set, no process
  * listens there any more (the peer is gone); otherwise the rail cannot reach
- * it (the peer is gone only if that was its last rail). */
+ * it, for now: the rail is taken out, unless it is the last (the session's
+ * timeout decides then). */
 void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *from,
                         int refused, uint64_t now);
 

@@ -356,10 +356,15 @@ void fm_net_unreachable(struct fm_net *net, int rail, const struct sockaddr_in *
         if (!a->sin_family || a->sin_addr.s_addr != from->sin_addr.s_addr ||
             a->sin_port != from->sin_port || s->state == S_GONE)
             continue;
-        if (!refused && fm_rail_next_usable(net, s, rail) != rail)
-            fm_rail_down(net, s, rail, now);
-        else
+        /* A host or network unreachable may be our own link's, for a
+         * while (a failed address resolution, a switch restarting): it takes
+         * the rail out, and the last one is left to the session's timeout,
+         * as TCP takes it for a soft error. A port unreachable is the peer
+         * process gone. */
+        if (refused)
             fm_session_gone(net, s, s->bye_sent ? FM_NET_PEER_LEFT : FM_NET_PEER_FAILED);
+        else if (fm_rail_next_usable(net, s, rail) != rail)
+            fm_rail_down(net, s, rail, now);
     }
 }
 
