@@ -340,6 +340,7 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
     return m;
 }
 
+static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now);
 static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
                       int n);
 
@@ -538,13 +539,23 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
     for (int sent = 0, end; sent < nmsg; sent = end) {
         for (end = sent + 1; end < nmsg && conn[end] == conn[sent]; end++)
             ;
-        int fd = conn[sent] ? conn[sent]->fd : u->fd;
+        int fd = conn[sent] ? conn[sent]->fd : u->fd, retries = 0;
         for (int k = sent; k < end;) {
             const struct msghdr *m = &msg[k].msg_hdr;
             int r = end - k == 1 && !m->msg_control ? send_flat(fd, m) : 0;
             if (!r)
                 r = sendmmsg(fd, msg + k, (unsigned)(end - k), 0);
             if (r < 0 && errno == EINTR)
+                continue;
+            /* The rail's socket reports an earlier packet's ICMP error as
+             * this send's, which did not go: it goes again, and the error
+             * queue is read after the batch (left unread, it kept the
+             * socket readable for epoll, and fm_wait spinning). */
+            if (r < 0 && !conn[sent] && errno != EAGAIN && errno != ENOBUFS)
+                u->errors_queued = 1;
+            if (r < 0 && !conn[sent] && retries++ < 4 &&
+                (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH ||
+                 errno == EPROTO))
                 continue;
             if (r < 0) {
                 /* A full socket buffer or an error queued for a peer: what
@@ -578,15 +589,19 @@ static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *c
      * with it, which the packets above point into. */
     for (int i = 0; i < nfailed; i++)
         conn_failed(u, net, failed[i], errs[i]);
+    if (u->errors_queued)
+        drain_errors(u, net, fm_now_ns());
     return n;
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-/* Reads ICMP errors: each names the destination a packet could not reach. */
+/* Reads ICMP errors: each names the destination a packet could not reach.
+ * All of them: one left queued keeps the socket readable. */
 static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now)
 {
-    for (int i = 0; i < 16; i++) {
+    u->errors_queued = 0;
+    for (int i = 0; i < 1024; i++) {
         struct sockaddr_in to;
         char c[512], data[64];
         struct iovec iov = {data, sizeof(data)};
@@ -685,11 +700,9 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
-                drain_errors(u, net, now);
-                continue;
-            }
-            break; /* EAGAIN: nothing more */
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                drain_errors(u, net, now); /* an ICMP error of ours: its queue */
+            break;
         }
         for (int i = 0; i < r; i++) {
             size_t len = u->msg[i].msg_len;

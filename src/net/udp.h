@@ -46,6 +46,7 @@ struct fm_udp {
     int gso, gro;            /* kernel offloads in use */
     uint32_t send_packets;   /* full packets one datagram carries: GSO's segments, else 1 */
     int busy;                /* the last receive left datagrams queued */
+    int errors_queued;       /* a send took an ICMP error: its queue is to be read */
     int connect_peers;       /* peers may get connected senders (one rail only: rails.c) */
     struct fm_udp_conn conn[FM_UDP_CONNECTED];
     uint32_t conn_misses;    /* packets to peers without a slot since the last review */
