@@ -296,6 +296,8 @@ static void test_fault_sides(void)
     CHECK(f.on_send && f.on_recv);
     CHECK_RC(fm_fault_parse(&f, "drop=0.01,on=sideways", err, sizeof(err)), -1);
     CHECK(strstr(err, "on=sideways") != NULL);
+    CHECK_RC(fm_fault_parse(&f, "drop=nan", err, sizeof(err)), -1); /* no probability */
+    CHECK(strstr(err, "drop=nan") != NULL);
 }
 
 static void test_faulty_stream(const char *spec, uint64_t total)

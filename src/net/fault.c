@@ -35,6 +35,8 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
                 return -1;
             }
             f->state = seed * 0x9E3779B97F4A7C15ull + 1;
+            if (!f->state) /* xorshift stays at 0: every packet would be hit */
+                f->state = 1;
             continue;
         }
         if (strcmp(item, "on") == 0) {
@@ -48,7 +50,7 @@ int fm_fault_parse(struct fm_fault *f, const char *spec, char *err, size_t errle
             continue;
         }
         double p = strtod(eq + 1, &end);
-        if (*end || end == eq + 1 || p < 0 || p > 1) {
+        if (*end || end == eq + 1 || !(p >= 0 && p <= 1)) { /* NaN too */
             snprintf(err, errlen, "FM_FAULT: %s=%s is not a probability from 0 to 1", item,
                      eq + 1);
             return -1;
