@@ -557,6 +557,15 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
                 (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH ||
                  errno == EPROTO))
                 continue;
+            /* A GSO send larger than the path's MTU (a route's, below the
+             * interface's) fails every time: the rail sends packet by
+             * packet from now on, and what did not go is retransmitted. */
+            if (r < 0 && errno == EMSGSIZE && m->msg_control && u->gso) {
+                u->gso = 0;
+                fm_warn("udp", "rail %d: a GSO send is larger than the path allows; "
+                        "sending packet by packet", u->rail);
+                break;
+            }
             if (r < 0) {
                 /* A full socket buffer or an error queued for a peer: what
                  * did not go counts as lost and is retransmitted. */
