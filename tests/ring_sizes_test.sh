@@ -14,6 +14,11 @@ export FM_TRANSPORTS=udp FM_STATS=1 FM_LOG=warn
 fails=0
 # stat NAME RANK: a counter from rank RANK's FM_STATS line
 stat() { sed -n "s/^fastmsg\[$2\] net:.* $1=\([0-9]*\).*/\1/p" "$tmp/err"; }
+failed() { # failed WHAT: the run of WHAT failed; its stderr follows
+  echo "FAIL: $1" >&2
+  cat "$tmp/err" >&2
+  fails=$((fails + 1))
+}
 check() { # check WHAT ACTUAL EXPECTED-TEST
   if [ -n "$2" ] && eval "[ $2 $3 ]"; then
     echo "ok: $1 ($2)"
@@ -27,18 +32,14 @@ if "$FMRUN" -n 2 "$CONF" ring_idle 2>"$tmp/err"; then
   check "64 KiB messages grew the sender's ring" "$(stat rings_grown 0)" "-ge 1"
   check "after a pause the sender holds a 32 KiB ring" "$(stat ring_tx_bytes 0)" "-eq 32768"
 else
-  echo "FAIL: ring_idle" >&2
-  cat "$tmp/err" >&2
-  fails=$((fails + 1))
+  failed ring_idle
 fi
 
 if FM_NET_RX_MEM=1 FM_NET_RING_SIZE=256K FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" -n 2 "$CONF" stream 2>"$tmp/err"; then
   echo "ok: FM_NET_RX_MEM=1: a 4 MiB stream of messages up to 64 KiB, exactly, in order"
   check "the receiver's rings stayed at most one grown ring" "$(stat ring_rx_bytes 1)" "-le 262144"
 else
-  echo "FAIL: stream under FM_NET_RX_MEM=1" >&2
-  cat "$tmp/err" >&2
-  fails=$((fails + 1))
+  failed "stream under FM_NET_RX_MEM=1"
 fi
 # A receiver whose FM_NET_RING_SIZE is below its sender's: the sender's first
 # large messages come before the receiver's first ACK says what it allows.
@@ -49,8 +50,6 @@ if one_rank_env 1 FM_NET_RING_SIZE=64K stream 2>"$tmp/err"; then
   echo "ok: receiver's FM_NET_RING_SIZE=64K below the sender's: the stream exactly, in order"
   check "the receiver's rings stayed at most 64 KiB" "$(stat ring_rx_bytes 1)" "-le 65536"
 else
-  echo "FAIL: stream to a receiver with a smaller FM_NET_RING_SIZE" >&2
-  cat "$tmp/err" >&2
-  fails=$((fails + 1))
+  failed "stream to a receiver with a smaller FM_NET_RING_SIZE"
 fi
 [ $fails -eq 0 ]
