@@ -43,13 +43,24 @@ else
 fi
 # A receiver whose FM_NET_RING_SIZE is below its sender's: the sender's first
 # large messages come before the receiver's first ACK says what it allows.
-one_rank_env() { # one_rank_env RANK ASSIGNMENT CASE: CASE with ASSIGNMENT for rank RANK only
-  "$FMRUN" -n 2 sh -c "[ \"\$PMI_RANK\" = $1 ] && export $2; exec \"$CONF\" $3"
+ranks_env() { # ranks_env ZERO ONE CASE: CASE with assignments ZERO for rank 0, ONE for rank 1
+  # (FM_LOG=warn, as exported above, leaves a rank as it is)
+  "$FMRUN" -n 2 sh -c "if [ \"\$PMI_RANK\" = 0 ]; then export $1; else export $2; fi; exec \"$CONF\" $3"
 }
-if one_rank_env 1 FM_NET_RING_SIZE=64K stream 2>"$tmp/err"; then
+if ranks_env FM_LOG=warn FM_NET_RING_SIZE=64K stream 2>"$tmp/err"; then
   echo "ok: receiver's FM_NET_RING_SIZE=64K below the sender's: the stream exactly, in order"
   check "the receiver's rings stayed at most 64 KiB" "$(stat ring_rx_bytes 1)" "-le 65536"
 else
   failed "stream to a receiver with a smaller FM_NET_RING_SIZE"
+fi
+# A sender whose FM_NET_RING_MIN is above the receiver's FM_NET_RING_SIZE,
+# in a session the receiver opened (compute starts with a barrier): the
+# receiver's HELLO bounds the sender's first flow (1 MiB before; the
+# sender's gauge, taken while its flows are open).
+if FM_NET_TIMEOUT_MS=400 FM_PROGRESS_THREAD=1 \
+   ranks_env FM_NET_RING_MIN=1M FM_NET_RING_SIZE=64K compute 2>"$tmp/err"; then
+  check "the receiver's HELLO bounded the sender's first flow" "$(stat ring_tx_bytes 0)" "-le 65536"
+else
+  failed "compute with the sender's FM_NET_RING_MIN above the receiver's FM_NET_RING_SIZE"
 fi
 [ $fails -eq 0 ]

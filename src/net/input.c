@@ -532,7 +532,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         size_t credits = a.ncredit * sizeof(struct fm_wire_credit);
         if (h.len != sizeof(a) + credits + a.nsack * sizeof(struct fm_wire_sack) ||
             a.nsack > FM_WIRE_SACK_MAX || !(h.flags & FM_HDR_ACK_VALID) ||
-            !fm_is_pow2(a.ring_max) || a.ring_max < 4096 || a.ring_max > (1u << 30)) {
+            !fm_wire_ring_max_valid(a.ring_max)) {
             why = FM_DROP_OPCODE;
             goto drop;
         }

@@ -230,6 +230,10 @@ enum fm_drop fm_session_on_hello(struct fm_net *net, struct fm_session *s, int r
         s->peer_nonce = hello->nonce;
         s->hello_ack_due = 1;
     }
+    /* The peer's bound on our flows' rings, before its first ACK: a first
+     * flow larger than it allows would stay so as long as it lives. */
+    if (!s->ring_max && fm_wire_ring_max_valid(hello->ring_max))
+        s->ring_max = hello->ring_max;
     s->state = S_UP;
     mark_pending(net, s);
     return FM_DROP_NONE;
@@ -248,6 +252,7 @@ static void build_hello(struct fm_net *net, struct fm_session *s, struct fm_pkt_
     hl->nonce = ack ? s->peer_nonce : s->hello_nonce;
     hl->first_seq = s->snd_una;
     hl->token = s->token;
+    hl->ring_max = fm_flow_ring_max(net);
     /* A named HELLO introduces us: the peer may never have heard our name. */
     size_t extra = s->named && !ack ? net->card_len : 0;
     memcpy(p->sub.hello.card, net->card, extra);

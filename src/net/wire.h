@@ -113,9 +113,16 @@ struct fm_wire_hello {
     uint64_t nonce;     /* HELLO: random; HELLO_ACK: the HELLO's nonce, echoed */
     uint32_t first_seq; /* the sequence number the sender's first DATA/FLOW/BYE will carry */
     uint32_t token;     /* the sender's token for the session: short DATA to it carries it */
-    uint64_t reserved;  /* 0 */
+    uint32_t ring_max;  /* the largest ring the sender lets flows to it have (as in ACKs) */
+    uint32_t reserved;  /* 0 */
     uint64_t mac;       /* SipHash-2-4(job key, header with crc 0 + this payload with mac 0) */
 };
+
+/* Whether ring_max (HELLO, ACK) is a ring size a receiver may allow. */
+static inline int fm_wire_ring_max_valid(uint32_t v)
+{
+    return v >= 4096 && v <= (1u << 30) && !(v & (v - 1));
+}
 
 /* DATA (16 bytes, then the bytes). A flow's bytes form a stream of ring
  * records (8-byte header, payload, padded to 8) that the receiver lays into
