@@ -69,9 +69,9 @@ static void txflow_free(struct fm_session *s, struct fm_txflow *f)
     free(f);
 }
 
-/* The largest ring our flows to s may have now: what the peer's ACKs
- * allow, its bound over our FM_NET_RING_MIN too (it may be below); until
- * its first ACK says, our smallest. */
+/* The largest ring our flows to s may have now: what the peer allows (its
+ * HELLO, HELLO_ACK and ACKs say), its bound over our FM_NET_RING_MIN too
+ * (it may be below); until it said, our smallest. */
 static uint32_t ring_limit(const struct fm_net *net, const struct fm_session *s)
 {
     if (!s->ring_max)
@@ -349,9 +349,9 @@ struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
                                   const struct fm_wire_flow *w, enum fm_drop *why)
 {
     /* A ring larger than our FM_NET_RING_SIZE is taken: the sender chose it
-     * before our first ACK told it ring_max (ring_limit keeps that to its
-     * ring_min, which may be above ours). Refusing it would lose the flow's
-     * messages, which the sender goes on writing. */
+     * before it knew our ring_max (its first flow, sent with its HELLO, has
+     * its ring_min, which may be above ours). Refusing it would lose the
+     * flow's messages, which the sender goes on writing. */
     *why = FM_DROP_FLOW;
     if (w->flow >= (1u << 20) || !fm_is_pow2(w->ring_size) || w->ring_size < 4096 ||
         w->ring_size > (1u << 30))
