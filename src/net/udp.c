@@ -282,6 +282,12 @@ static void conn_review(struct fm_udp *u)
     u->conn_misses = 0;
 }
 
+/* The errors an ICMP destination unreachable comes back as. */
+static int unreachable_errno(int e)
+{
+    return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH;
+}
+
 /* A connected socket's send failed. ECONNREFUSED is the ICMP port
  * unreachable of an earlier packet (connected sockets report it so): the
  * peer's process is gone. Unreachable hosts and networks are not taken
@@ -554,8 +560,7 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
             if (r < 0 && !conn[sent] && errno != EAGAIN && errno != ENOBUFS)
                 u->errors_queued = 1;
             if (r < 0 && !conn[sent] && retries++ < 4 &&
-                (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH ||
-                 errno == EPROTO))
+                (unreachable_errno(errno) || errno == EPROTO))
                 continue;
             /* A GSO send larger than the path's MTU (a route's, below the
              * interface's) fails every time: the rail sends packet by
@@ -569,8 +574,7 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
             if (r < 0) {
                 /* A full socket buffer or an error queued for a peer: what
                  * did not go counts as lost and is retransmitted. */
-                if (errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED &&
-                    errno != EHOSTUNREACH && errno != ENETUNREACH)
+                if (errno != EAGAIN && errno != ENOBUFS && !unreachable_errno(errno))
                     fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
                 if (conn[sent]) {
                     failed[*nfailed] = conn[sent];
@@ -623,9 +627,7 @@ static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now)
                 continue;
             struct sock_extended_err ee;
             memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
-            if (ee.ee_origin == SO_EE_ORIGIN_ICMP &&
-                (ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
-                 ee.ee_errno == ENETUNREACH))
+            if (ee.ee_origin == SO_EE_ORIGIN_ICMP && unreachable_errno((int)ee.ee_errno))
                 fm_net_unreachable(net, u->rail, &to, ee.ee_errno == ECONNREFUSED, now);
         }
     }
