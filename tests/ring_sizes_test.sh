@@ -63,4 +63,14 @@ if FM_NET_TIMEOUT_MS=400 FM_PROGRESS_THREAD=1 \
 else
   failed "compute with the sender's FM_NET_RING_MIN above the receiver's FM_NET_RING_SIZE"
 fi
+# The same in a session the sender opened: its first flow goes with its
+# HELLO at its FM_NET_RING_MIN, before the receiver said what it allows;
+# after a pause it ends, and its successor is within the bound.
+if ranks_env "FM_NET_RING_MIN=128K FM_NET_RING_SIZE=1M" FM_NET_RING_SIZE=64K ring_idle \
+   2>"$tmp/err"; then
+  check "after a pause the sender's ring is within the receiver's bound" \
+    "$(stat ring_tx_bytes 0)" "-le 65536"
+else
+  failed "ring_idle with the sender's FM_NET_RING_MIN above the receiver's FM_NET_RING_SIZE"
+fi
 [ $fails -eq 0 ]

@@ -8,8 +8,9 @@
  * whose sender found it full, or too small for a message, ends at once and
  * its successor gets a ring four times larger (or enough for the message),
  * up to ring_size and to what the receiver allows (ring_max in its ACKs,
- * from its FM_NET_RX_MEM bound); a large ring unused for RING_IDLE_NS ends,
- * and the next send gets a small one. The receiver reads a successor only
+ * from its FM_NET_RX_MEM bound); a large ring (or one over what the
+ * receiver allows) unused for RING_IDLE_NS ends, and the next send gets a
+ * small one. The receiver reads a successor only
  * after its predecessor from the same endpoint is read to its end (the
  * udp link chains them), so messages keep their order.
  */
@@ -152,9 +153,11 @@ void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
     for (uint32_t i = 0; i < s->nlive; i++) {
         struct fm_txflow *f = s->live[i];
         uint64_t t = __atomic_load_n(&f->t_write, __ATOMIC_RELAXED);
-        /* What it still holds is read before its successor's. */
-        if (f->ring.size > ring_min(net) && !f->pinned && !f->ending &&
-            now - t > RING_IDLE_NS) {
+        /* A ring over what the peer allows ends too: a first flow goes
+         * with the HELLO, before the peer said. What it still holds is
+         * read before its successor's. */
+        uint32_t keep = FM_MIN(ring_min(net), ring_limit(net, s));
+        if (f->ring.size > keep && !f->pinned && !f->ending && now - t > RING_IDLE_NS) {
             fm_net_flow_end(net, f);
             i--; /* it may have left the live list */
         }
