@@ -169,7 +169,9 @@ int fm_udp_open(struct fm_udp *u, const char *spec, char *err, size_t errlen)
     u->payload = (uint32_t)payload & ~7u;
     u->datagram_max = (size_t)packet;
     u->send_packets = u->gso ? (uint32_t)FM_MIN(GSO_MAX_SEGMENTS, GSO_MAX_BYTES / packet) : 1;
-    u->bufsize = u->gro ? 65536 : (size_t)packet;
+    /* Without GRO a datagram comes whole: room for the largest a peer may
+     * send (its MTU may be larger than this interface's), not our own. */
+    u->bufsize = u->gro ? 65536 : PACKET_CAP;
     u->buf = malloc(u->bufsize * FM_UDP_BATCH);
     u->tx = malloc(sizeof(*u->tx));
     if (u->tx) {
