@@ -80,6 +80,11 @@ struct fm_txflow {
     uint8_t pinned;          /* an fm_send_prepare grant points into the ring */
     uint8_t stopped;         /* its receiver asked it to stop: its FLOW_END may wait */
     uint32_t end_seq;
+    /* Its FLOW's sequence number (once announced; it trails the session's
+     * far behind after a while, see fm_flow_idle_check). A credit counts
+     * only from a packet that acknowledges it, and a FLOW_STOP only if it
+     * names it: a flow id is reused, and a late packet meant the old flow. */
+    uint32_t flow_seq;
     uint32_t live_idx;       /* its place among the session's live flows */
     uint32_t birth;          /* order of creation in its session (announce_waits) */
     int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */
@@ -102,6 +107,7 @@ struct fm_rxflow {
     struct fm_session *s;
     int src_rank;            /* the sending process */
     uint32_t id;             /* the sender's flow id */
+    uint32_t flow_seq;       /* sequence number of its FLOW (named in FLOW_STOP) */
     uint32_t src_channel;
     uint32_t dst_channel;
     uint64_t wpos;           /* next stream byte expected */

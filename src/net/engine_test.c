@@ -752,6 +752,111 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
+/* Takes the first packet of kind op that B sends, now or in the next nine
+ * 100 us steps (op ACK: one that carries a credit), off the link. */
+static struct link_pkt take_from_b(uint8_t op)
+{
+    for (int round = 0; round < 10; round++, now += 100000) {
+        int before = nqueue;
+        pump_out(1, 1);
+        for (int i = before; i < nqueue; i++) {
+            struct fm_wire_ack a;
+            memcpy(&a, queue[i].data + sizeof(struct fm_wire_hdr), sizeof(a));
+            if (queue[i].data[1] != op || (op == FM_OP_ACK && !a.ncredit))
+                continue;
+            struct link_pkt p = queue[i];
+            memmove(&queue[i], &queue[i + 1], sizeof(queue[0]) * (size_t)(nqueue - i - 1));
+            nqueue--;
+            return p;
+        }
+    }
+    fmt_fail(__FILE__, __LINE__, "B sent no packet of opcode %d", op);
+    abort();
+}
+
+/* A credit from before a flow id was reused (a late ACK) is not the new
+ * flow's. Taken, it let A write past what B released: B dropped that DATA
+ * as out of its place ("flow"), and the new flow never moved again. */
+static void test_late_credit_after_reuse(void)
+{
+    ring_size = 4096;
+    reset();
+    use_faults = 0;
+    struct fm_net *A = sides[0].net, *B = sides[1].net;
+    struct fm_txflow *f, *g;
+    uint64_t sent = 0, got = 0;
+    CHECK_RC(fm_net_flow(A, 1, 5, 9, &f), 0);
+    write_msg(A, f, 100, 1, &sent);
+    exchange(4, 10000);
+    CHECK_EQ(consume(&sides[1], &got, 1), 1);
+    struct link_pkt late = take_from_b(FM_OP_ACK); /* its credit of 112 bytes */
+    uint32_t id = f->id;
+    fm_net_flow_put(A, f);
+    fm_net_flow_end(A, f);
+    exchange(40, 10000); /* B frees the flow at its FLOW_END, A at B's ACK of it */
+    sides[1].nrx = 0;
+    sides[1].rd[0] = 0;
+    CHECK_RC(fm_net_flow(A, 1, 5, 9, &g), 0);
+    CHECK_EQ(g->id, id);
+    sent = got = 0;
+    write_msg(A, g, 100, 2, &sent);
+    exchange(2, 10000);
+    CHECK_EQ(sides[1].nrx, 1);
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = 1001};
+    fm_net_input(A, late.data, late.len, 0, &from, now);
+    CHECK_EQ(g->ctl.head, 0); /* B released nothing of this flow */
+    for (int round = 0; got < 20000; round++) {
+        CHECK(round < 2000);
+        while (sent < 20000 && fm_ring_room(&g->ring, 96) >= 96)
+            write_msg(A, g, 96, 2, &sent);
+        exchange(1, 100000);
+        consume(&sides[1], &got, 2);
+    }
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    fm_net_counters(B, nc, dr);
+    CHECK_EQ(dr[FM_DROP_FLOW], 0);
+    ring_size = RING;
+}
+
+/* A FLOW_STOP sent again for a flow whose id was freed and reused (B's
+ * first one lost, its ACK of A's FLOW_END not) stops nothing: it names
+ * the FLOW it answers. It stopped the new flow, to another channel. */
+static void test_late_stop_after_reuse(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_net *A = sides[0].net, *B = sides[1].net;
+    struct fm_txflow *f, *h, *g;
+    uint64_t sent = 0;
+    CHECK_RC(fm_net_flow(A, 1, 5, 9, &f), 0);
+    CHECK_RC(fm_net_flow(A, 1, 6, 10, &h), 0); /* keeps the ids apart */
+    write_msg(A, f, 100, 1, &sent);
+    write_msg(A, h, 100, 1, &sent);
+    exchange(40, 10000);
+    CHECK_EQ(sides[1].nrx, 2);
+    uint32_t id = f->id;
+    /* At about the same time A's endpoint 5 and B's channel 9 close. */
+    fm_net_flow_put(A, f);
+    fm_net_flow_end(A, f);
+    fm_net_orphan(B, sides[1].rx[0]->id == id ? sides[1].rx[0] : sides[1].rx[1]);
+    pump_out(0, 1); /* the FLOW_END */
+    take_from_b(FM_OP_FLOW_STOP); /* lost */
+    deliver_all();
+    sides[1].nrx = 0;
+    for (int i = 0; i < 6; i++) { /* B's delayed ACK frees the id */
+        now += 50000;
+        pump_out(1, 1);
+        deliver_all();
+        pump_out(0, 1);
+        deliver_all();
+    }
+    CHECK_RC(fm_net_flow(A, 1, 7, 11, &g), 0);
+    CHECK_EQ(g->id, id);
+    write_msg(A, g, 100, 2, &sent);
+    exchange(40, 50000); /* B's FLOW_STOP comes again */
+    CHECK(!g->ending && !g->stopped);
+}
+
 /* A new flow's first DATA after its FLOW and a stopped flow's end is cut
  * so that the three fill one full packet exactly: the link sends them as
  * the first segment of the GSO send of the rest (udp.c), one datagram for
@@ -1015,6 +1120,8 @@ int main(void)
     test_idle_wakes_for_timers();
     test_stop_rides();
     test_many_stops();
+    test_late_credit_after_reuse();
+    test_late_stop_after_reuse();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

@@ -153,6 +153,12 @@ void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
     for (uint32_t i = 0; i < s->nlive; i++) {
         struct fm_txflow *f = s->live[i];
         uint64_t t = __atomic_load_n(&f->t_write, __ATOMIC_RELAXED);
+        /* An acknowledged FLOW's number trails the session's: acks compared
+         * with it (credit_is_for) must not wrap. A credit it then refuses
+         * was built 2^29 packets ago, outdated by later ones. */
+        if (f->announced && fm_seq_lt(f->flow_seq, s->snd_una) &&
+            s->snd_una - f->flow_seq > (1u << 30))
+            f->flow_seq = s->snd_una - (1u << 29);
         /* A ring over what the peer allows ends too: a first flow goes
          * with the HELLO, before the peer said. What it still holds is
          * read before its successor's. */
@@ -309,12 +315,24 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
     return 0;
 }
 
-void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n)
+/* Whether a credit in a packet that acknowledges up to ack is for f: the
+ * receiver had f's FLOW when it built the packet. A packet from before the
+ * id was reused would give the new flow the old one's credit, and its
+ * sender would write past what the receiver released: DATA dropped as out
+ * of its place, the flow stuck for ever. */
+static int credit_is_for(const struct fm_txflow *f, uint32_t ack)
+{
+    return f->announced && fm_seq_lt(f->flow_seq, ack);
+}
+
+void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n, uint32_t ack)
 {
     for (int i = 0; i < n; i++) {
         if (c[i].flow >= s->txf_cap || !s->txf[c[i].flow] || s->txf[c[i].flow]->done)
             continue;
         struct fm_txflow *f = s->txf[c[i].flow];
+        if (!credit_is_for(f, ack))
+            continue;
         /* Never beyond what was sent, never backwards. */
         if (c[i].head > f->ctl.head && c[i].head <= f->sent) {
             __atomic_store_n(&f->ctl.head, c[i].head, __ATOMIC_RELEASE);
@@ -323,7 +341,7 @@ void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n
     }
 }
 
-void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo)
+void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo, uint32_t ack)
 {
     if (flow >= s->txf_cap || !s->txf[flow])
         return;
@@ -331,7 +349,7 @@ void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo)
      * 4 GiB apart: an old credit widens to beyond `sent` and is ignored. */
     uint64_t known = __atomic_load_n(&s->txf[flow]->ctl.head, __ATOMIC_RELAXED);
     struct fm_wire_credit c = {.flow = flow, .head = known + (uint32_t)(head_lo - (uint32_t)known)};
-    fm_flow_credits(s, &c, 1);
+    fm_flow_credits(s, &c, 1, ack);
 }
 
 void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p)
@@ -349,7 +367,7 @@ void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p)
 }
 
 struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
-                                  const struct fm_wire_flow *w, enum fm_drop *why)
+                                  const struct fm_wire_flow *w, uint32_t seq, enum fm_drop *why)
 {
     /* A ring larger than our FM_NET_RING_SIZE is taken: the sender chose it
      * before it knew our ring_max (its first flow, sent with its HELLO, has
@@ -380,6 +398,7 @@ struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
     f->s = s;
     f->src_rank = s->rank;
     f->id = w->flow;
+    f->flow_seq = seq;
     f->src_channel = w->src_channel;
     f->dst_channel = w->dst_channel;
     *why = FM_DROP_NONE;

@@ -21,7 +21,7 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
         struct fm_wire_flow w;
         memcpy(&w, pl, sizeof(w));
         enum fm_drop why;
-        if (!made && !(made = fm_flow_rx_make(net, s, &w, &why)))
+        if (!made && !(made = fm_flow_rx_make(net, s, &w, h->seq, &why)))
             return why;
         return fm_flow_rx_open(net, s, made);
     }
@@ -52,7 +52,9 @@ static enum fm_drop deliver(struct fm_net *net, struct fm_session *s, const stru
         struct fm_wire_flow_end e;
         memcpy(&e, pl, sizeof(e));
         struct fm_txflow *f = e.flow < s->txf_cap ? s->txf[e.flow] : NULL;
-        if (f && !f->done && !f->ending) {
+        /* One that names an earlier flow of this id (late, or sent again
+         * after its flow's end was acknowledged) stops nothing. */
+        if (f && f->announced && f->flow_seq == e.flow_seq && !f->done && !f->ending) {
             /* Nobody waits for this flow's end: it rides with what the
              * session sends next (stopped_ends). */
             f->stopped = 1;
@@ -157,7 +159,7 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
         if (h->op == FM_OP_FLOW) {
             struct fm_wire_flow w;
             memcpy(&w, pl, sizeof(w));
-            made = fm_flow_rx_make(net, s, &w, &why);
+            made = fm_flow_rx_make(net, s, &w, h->seq, &why);
         }
         hd->len = sizeof(*h) + h->len;
         hd->pkt = why == FM_DROP_NOMEM ? NULL : malloc(hd->len);
@@ -548,7 +550,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
         memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);
-        fm_flow_credits(s, c, n);
+        fm_flow_credits(s, c, n, h.ack);
         return FM_DROP_NONE;
     }
     case FM_OP_PING:
@@ -576,10 +578,10 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         }
         if (h.op == FM_OP_DATA) {
             fm_budget_on_data(net, s, len, now);
-            if (h.flags & FM_HDR_CREDIT) {
+            if ((h.flags & FM_HDR_CREDIT) && (h.flags & FM_HDR_ACK_VALID)) {
                 struct fm_wire_data d;
                 memcpy(&d, pl, sizeof(d));
-                fm_flow_credit_lo(s, h.credit_flow, d.credit_lo);
+                fm_flow_credit_lo(s, h.credit_flow, d.credit_lo, h.ack);
             }
         }
         why = on_sequenced(net, s, &h, pl, placed);

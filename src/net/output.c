@@ -68,7 +68,8 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
                                             .ring_size = (uint32_t)f->ring.size};
         p->sub_len = sizeof(p->sub.flow);
     } else if (e->op == FM_OP_FLOW_END || e->op == FM_OP_FLOW_STOP) {
-        p->sub.end = (struct fm_wire_flow_end){.flow = e->flow};
+        /* A FLOW_STOP names its FLOW, kept in the entry's pos. */
+        p->sub.end = (struct fm_wire_flow_end){.flow = e->flow, .flow_seq = (uint32_t)e->pos};
         p->sub_len = sizeof(p->sub.end);
     } else if (e->op == FM_OP_DATA) {
         struct fm_txflow *f = s->txf[e->flow];
@@ -389,6 +390,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                 continue;
             }
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
+            f->flow_seq = q;
             emit(net, s, q, &pkts[n], now);
             if (*lead != NO_LEAD)
                 *lead += (uint32_t)fm_pkt_len(&pkts[n]);
@@ -467,7 +469,7 @@ static int flow_stops(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
         struct fm_rxflow *f = id < s->rxf_cap ? s->rxf[id] : NULL;
         if (!f || !f->orphan || f->ended || !f->stop_due)
             continue; /* it ended meanwhile */
-        uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, 0, 0, now);
+        uint32_t q = sequence(s, FM_OP_FLOW_STOP, f->id, f->flow_seq, 0, now);
         emit(net, s, q, &pkts[n++], now);
         f->stop_due = 0;
     }

@@ -496,10 +496,11 @@ void fm_flows_free(struct fm_session *s);
  * engine went away before: a server whose named peers come and go grew
  * with each. */
 void fm_flows_over(struct fm_net *net, struct fm_session *s);
-/* Credits from an ACK: the receiver released that much of each flow. */
-void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n);
-/* Takes the credit a DATA packet carries (FM_HDR_CREDIT). */
-void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo);
+/* Credits from an ACK whose cumulative acknowledgement is ack: the
+ * receiver released that much of each flow. */
+void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n, uint32_t ack);
+/* Takes the credit a DATA packet carries (FM_HDR_CREDIT), with its ack. */
+void fm_flow_credit_lo(struct fm_session *s, uint32_t flow, uint32_t head_lo, uint32_t ack);
 /* Lets DATA packet p carry the credit s owes, if one flow owes it. */
 void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p);
 /* A FLOW packet's receiving flow, with its ring, not yet open: NULL and
@@ -508,7 +509,7 @@ void fm_flow_credit_ride(struct fm_session *s, struct fm_pkt_out *p);
  * is, delivered or held, so that a packet once acknowledged (selectively
  * too: the sender does not send that again) always opens. */
 struct fm_rxflow *fm_flow_rx_make(struct fm_net *net, struct fm_session *s,
-                                  const struct fm_wire_flow *w, enum fm_drop *why);
+                                  const struct fm_wire_flow *w, uint32_t seq, enum fm_drop *why);
 /* Opens f in its turn: FM_DROP_FLOW (and f freed) if its id is in use. */
 enum fm_drop fm_flow_rx_open(struct fm_net *net, struct fm_session *s, struct fm_rxflow *f);
 /* DATA bytes of f at stream position pos, in turn: laid into the ring

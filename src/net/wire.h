@@ -148,7 +148,7 @@ struct fm_wire_flow {
 struct fm_wire_flow_end {
     uint32_t flow;     /* FLOW_END: the sender's own flow id; FLOW_STOP: the id the
                           receiver got in that flow's FLOW */
-    uint32_t reserved; /* 0 */
+    uint32_t flow_seq; /* FLOW_STOP: that FLOW's sequence number; FLOW_END: 0 */
 };
 
 /* A credit: the receiver has released the first `head` bytes of a flow. */
