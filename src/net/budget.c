@@ -15,7 +15,7 @@
  * senders, 1.4 MB), with nothing in flight but a message that fits one
  * packet (FM_GRANT_PAUSE), so a small request is not held behind the bulk.
  * The receiver keeps the paused ones listed, and calls each back with an
- * ACK when its turn comes; a paused sender that hears nothing for
+ * ACK when its turn comes; a paused sender that hears no grant for
  * PAUSE_PROBE_NS asks with a PING. The queue at the receiver's port then
  * holds about the shares granted, where each sender's own window (a ring
  * per flow) would fill it N times over (tests/incast_sim). See
@@ -50,8 +50,9 @@
 #define RTT_DEFAULT_NS 100000u
 /* An epoch lasts at least this long (and four smallest round trips). */
 #define ACTIVE_NS 500000u
-/* A waiting sender that heard nothing for this long asks for its grant
- * (the ACK with its turn may have been lost): rarely, since at a thousand
+/* A waiting sender that heard no grant (no ACK) for this long asks for it
+ * (the ACK with its turn may have been lost; the receiver's DATA carries
+ * none, so it does not count): rarely, since at a thousand
  * senders every probe is a packet into the port the budget protects. */
 #define PAUSE_PROBE_NS 50000000u
 /* Each probe that finds the sender still waiting doubles the next wait, up
@@ -195,6 +196,18 @@ static void next_epoch(struct fm_net *net, uint64_t now)
     }
 }
 
+/* Whether a sender told grant `was` must hear of `now` in an ACK: a change
+ * of kind (no limit, a share, waiting), or of its share by more than a
+ * quarter. */
+static int grant_news(uint32_t was, uint32_t now)
+{
+    if (was == now)
+        return 0;
+    if (was <= FM_GRANT_PAUSE || now <= FM_GRANT_PAUSE)
+        return 1;
+    return now < was - was / 4 || now > was + was / 4;
+}
+
 void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now)
 {
     if (now - net->t_epoch >= net->epoch_ns)
@@ -202,6 +215,11 @@ void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint6
     net->rx_bytes += len;
     s->active_epoch = net->epoch;
     list_recent(net, s);
+}
+
+int fm_budget_news(const struct fm_net *net, const struct fm_session *s)
+{
+    return s->in_recent && (!s->grant_told || grant_news(s->grant_given, fm_budget_grant(net, s)));
 }
 
 void fm_budget_tick(struct fm_net *net, uint64_t now)
@@ -292,7 +310,7 @@ uint64_t fm_budget_probe_deadline(const struct fm_session *s)
         return UINT64_MAX;
     for (uint32_t i = 0; i < s->nlive; i++)
         if (s->live[i]->complete > s->live[i]->sent)
-            return FM_MAX(s->t_last_rx, s->t_last_tx) + ((uint64_t)PAUSE_PROBE_NS << s->probes);
+            return s->t_grant + ((uint64_t)PAUSE_PROBE_NS << s->probes);
     return UINT64_MAX;
 }
 

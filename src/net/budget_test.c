@@ -155,6 +155,7 @@ int main(void)
         for (int i = 1; i <= SENDERS; i++)
             if (s[i]->ack_now && s[i]->grant_given == FM_GRANT_PAUSE) {
                 called++;
+                CHECK(fm_budget_news(net, s[i])); /* DATA to it must not replace the ACK */
                 s[i]->ack_now = 0;
                 fm_budget_granted(net, s[i], fm_budget_grant(net, s[i]));
             }

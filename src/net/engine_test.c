@@ -35,6 +35,8 @@ static uint32_t gather_packets; /* the engine's: full packets a datagram of the 
 static int rail_dead[FM_RAILS_MAX];
 /* stream(): rounds at which rail 1 dies and comes back (-1: never). */
 static int kill_round = -1, revive_round = -1;
+/* stream(): bytes of a message B sends A every round (0: none). */
+static size_t chat_bytes;
 /* Until this time, packets to rank 0 that carry credit are lost. */
 static uint64_t lose_credits_until;
 
@@ -219,16 +221,25 @@ static uint64_t consume(struct side *sd, uint64_t *got, uint64_t seed)
     return msgs;
 }
 
-/* Streams `total` bytes from A to B in messages of random sizes. */
-static void stream(uint64_t total, uint64_t seed)
+static void write_msg(struct fm_net *net, struct fm_txflow *f, size_t len, uint64_t seed,
+                      uint64_t *sent);
+
+/* Streams `total` bytes from A to B in messages of random sizes (and B
+ * sends A a chat_bytes message a round); returns the rounds it took. */
+static int stream(uint64_t total, uint64_t seed)
 {
-    struct fm_txflow *f;
+    struct fm_txflow *f, *chat = NULL;
     CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
-    uint64_t sent = 0, got = 0;
+    if (chat_bytes)
+        CHECK_RC(fm_net_flow(sides[1].net, 0, 3, 4, &chat), 0);
+    uint64_t sent = 0, got = 0, chat_sent = 0, chat_got = 0;
+    int rounds;
     unsigned char buf[3000];
     srand((unsigned)seed);
-    for (int rounds = 0; got < total; rounds++) {
+    for (rounds = 0; got < total; rounds++) {
         CHECK(rounds < 2000000);
+        if (chat && fm_ring_room(&chat->ring, chat_bytes) >= (int64_t)chat_bytes)
+            write_msg(sides[1].net, chat, chat_bytes, 99, &chat_sent);
         if (rounds == kill_round)
             rail_dead[1] = 1;
         if (rounds == revive_round)
@@ -253,12 +264,16 @@ static void stream(uint64_t total, uint64_t seed)
         consume(&sides[1], &got, seed);
         pump_out(1, rounds % 3 == 0);
         deliver_all();
+        consume(&sides[0], &chat_got, 99);
         now += 50000; /* 50 us per round */
     }
     CHECK_EQ(got, total);
     CHECK_EQ(sides[1].nrx, 1);
     CHECK_EQ(sides[1].rx[0]->src_channel, 5);
     CHECK_EQ(sides[1].rx[0]->dst_channel, 9);
+    if (chat)
+        fm_net_flow_put(sides[1].net, chat);
+    return rounds;
 }
 
 static void reset(void)
@@ -752,6 +767,24 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
+/* A new sender has one packet in flight until an ACK tells it its grant.
+ * A receiver that sends it small messages all along acknowledges in them
+ * and sent no ACK: the sender stayed at a packet a round trip (2974 rounds
+ * for 4 MiB against 65). */
+static void test_stream_beside_chat(void)
+{
+    ring_size = 1u << 20;
+    reset();
+    use_faults = 0;
+    int alone = stream(4u << 20, 7);
+    reset();
+    chat_bytes = 64;
+    int beside = stream(4u << 20, 7);
+    chat_bytes = 0;
+    CHECK(beside < 2 * alone);
+    ring_size = RING;
+}
+
 /* Takes the first packet of kind op that B sends, now or in the next nine
  * 100 us steps (op ACK: one that carries a credit), off the link. */
 static struct link_pkt take_from_b(uint8_t op)
@@ -1122,6 +1155,7 @@ int main(void)
     test_many_stops();
     test_late_credit_after_reuse();
     test_late_stop_after_reuse();
+    test_stream_beside_chat();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

@@ -545,6 +545,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             mark_pending(net, s); /* its turn: what waited may go */
         }
         s->grant = a.grant;
+        s->t_grant = now;
         s->ring_max = a.ring_max;
         fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];

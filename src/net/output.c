@@ -30,6 +30,8 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     p->hdr.src_epoch = net->p.epoch;
     p->hdr.dst_epoch = s->peer_epoch;
     if (s->rcv_known) {
+        if ((s->ack_now || s->unacked) && op != FM_OP_ACK && fm_budget_news(net, s))
+            s->grant_due = 1;
         p->hdr.flags |= FM_HDR_ACK_VALID;
         p->hdr.ack = s->rcv_nxt;
         /* Riding on this packet, the acknowledgement needs no packet of its
@@ -205,6 +207,8 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     a->nsack = (uint16_t)nsack;
     a->grant = fm_budget_grant(net, s);
     fm_budget_granted(net, s, a->grant);
+    s->grant_due = 0;
+    s->grant_told = 1;
     a->ring_max = fm_flow_ring_max(net);
     a->rails_busy = net->rails_busy;
     memcpy(p->sub.ack.tail, credit, sizeof(credit[0]) * (size_t)n);
@@ -565,7 +569,7 @@ static int rail_probes(struct fm_net *net, struct fm_session *s, struct fm_pkt_o
  * nothing else carries it. */
 static int ack_goes(const struct fm_session *s, int ack_waits, uint64_t now)
 {
-    return s->ack_now || s->credit_due || (s->ack_soon && !ack_waits) ||
+    return s->ack_now || s->credit_due || s->grant_due || (s->ack_soon && !ack_waits) ||
            ((s->unacked || s->credit_owed) && now >= s->t_ack_due);
 }
 

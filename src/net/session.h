@@ -168,6 +168,13 @@ struct fm_session {
     uint8_t bye_due, bye_sent, bye_received;
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
     uint32_t grant_given;  /* the grant our last ACK gave the peer */
+    /* The peer must hear of its grant in an ACK of its own, though a packet
+     * of ours acknowledged what it sent (fm_budget_news): a receiver
+     * answering with small messages left a paused sender paused for good,
+     * and a new sender at one packet a round trip. */
+    uint8_t grant_due;
+    uint8_t grant_told;    /* an ACK of ours has told the peer a grant */
+    uint64_t t_grant;      /* when the peer's last ACK (its grant) came */
     uint64_t active_epoch; /* budget.c: the last epoch in which the peer sent DATA */
     uint64_t turn_epoch;   /* budget.c: the epoch in which it holds a share */
     uint8_t in_recent;     /* budget.c: listed in net->recent */
@@ -431,6 +438,11 @@ static inline void fm_budget_on_data(struct fm_net *net, struct fm_session *s, s
 /* The grant our ACKs to s carry now: bytes in flight it may have, 0 for no
  * limit (fewer than two senders), FM_GRANT_TRICKLE or FM_GRANT_PAUSE. */
 uint32_t fm_budget_grant(const struct fm_net *net, const struct fm_session *s);
+/* Whether the ACK a packet to s replaces must go anyway, for its grant: s
+ * sends to us and was never told one, or its grant changed (its turn came,
+ * or its share moved by more than a quarter). Our DATA acknowledges but
+ * carries no grant. */
+int fm_budget_news(const struct fm_net *net, const struct fm_session *s);
 /* What a sender may have in flight to a peer before its first ACK says
  * what the peer grants: a thousand senders starting at once would
  * otherwise each fill a ring's credit into one port. */
