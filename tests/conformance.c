@@ -589,6 +589,50 @@ static void case_invalid(void)
 }
 
 /*
+ * A peer killed while the next message goes out over several rails. A send
+ * that finds the peer gone ends its session, and its rings with it, while
+ * the same output's packets for the other rails still point into them
+ * (rank 0 died of SIGSEGV with two rails: tests/rails_test.sh runs this).
+ * Rank 1 reads 6 MB, which grew its ring, answers and kills itself; rank
+ * 0, after a pause, sends a small message and a large one gathered from
+ * two pieces, and finalizes. Run with fmrun --keep-going.
+ */
+static void case_peer_killed(void)
+{
+    const size_t len = 60000;
+    const int nmsg = 100;
+    unsigned char *buf = calloc(1, len);
+    CHECK(buf != NULL);
+    fm_addr peer = fm_addr_of(ctx, 1 - rank, CH);
+    if (rank == 0) {
+        for (int i = 0; i < nmsg; i++)
+            CHECK(fmt_send_all(ep, peer, buf, len) >= 1);
+        CHECK_EQ(fmt_recv_copy(ep, buf, len, NULL), 2);
+        usleep(300 * 1000); /* it dies meanwhile */
+        struct iovec small[2] = {{buf, 8}, {buf + 8, 8}};
+        struct iovec large[2] = {{buf, 8}, {buf + 8, len - 8}};
+        ssize_t n = fm_send(ep, peer, small, 2);
+        CHECK(n == 16 || n == FM_EPEERLOST);
+        n = fm_send(ep, peer, large, 2);
+        CHECK(n > 0 || n == FM_EPEERLOST);
+        printf("peer_killed: rank 0 went on\n");
+    } else if (rank == 1) {
+        for (size_t got = 0; got < nmsg * len;) {
+            long n = fmt_recv_copy(ep, buf, len, NULL);
+            CHECK(n > 0);
+            got += (size_t)n;
+        }
+        CHECK_EQ(fmt_send_all(ep, peer, "ok", 2), 1);
+        for (int k = 0; k < 20; k++) { /* its acknowledgements go */
+            fm_progress(ctx);
+            usleep(1000);
+        }
+        kill(getpid(), SIGKILL);
+    }
+    free(buf);
+}
+
+/*
  * A rank killed in the middle of a transfer. The last rank streams to rank 0
  * and kills itself; rank 0 must get the messages sent before that in order
  * (all of them through shared memory), then
@@ -1292,7 +1336,7 @@ static const struct {
     {"backpressure", case_backpressure}, {"wait_parts", case_wait_parts},
     {"zero_length", case_zero_length},
     {"prepare", case_prepare},     {"channels", case_channels},
-    {"invalid", case_invalid},     {"kill", case_kill},
+    {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},

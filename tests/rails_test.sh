@@ -5,7 +5,8 @@
 # in order) runs over two and three rails, over rails of different speeds,
 # while a rail is set down and back up, while a rail silently drops
 # everything, and with FM_FAULT on top; FM_STATS tells which rails carried
-# it and how often a rail failed over. Creates everything and removes it.
+# it and how often a rail failed over. A peer killed under a send over two
+# rails. Creates everything and removes it.
 #   rails_test.sh FMRUN CONFORMANCE
 set -u
 FMRUN=$1
@@ -150,6 +151,17 @@ during a stream, then back${fault:+, with FM_FAULT=$fault}"
     fi
   done
 done
+
+# A peer killed while the next message goes out over two rails: the rank
+# that sends it goes on (it died of SIGSEGV when the first rail's send
+# ended the session whose rings the second rail's packets pointed into).
+FM_RAILS="$(rails_spec 0 1)" "$FMRUN" --keep-going "${launch[@]}" -n 2 "$CONF" peer_killed \
+  >"$tmp/out" 2>"$tmp/err"
+if grep -q "rank 0 went on" "$tmp/out" && ! grep -q "rank 0 .*signal" "$tmp/err"; then
+  pass "a peer killed under a send over two rails"
+else
+  fail "a peer killed under a send over two rails"
+fi
 
 # A rail the peer does not have is reported and left out.
 ip -n "$B" addr del "$(rail_net 2).2/24" dev "$(rail_dev 2 b)"

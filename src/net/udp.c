@@ -279,6 +279,8 @@ static void conn_review(struct fm_udp *u)
             least = &u->conn[i];
         u->conn[i].packets = 0;
     }
+    if (least->refused)
+        return; /* its peer's session ends first (fm_udp_settle) */
     close(least->fd);
     least->to.sin_family = 0;
     u->conn_misses = 0;
@@ -288,16 +290,6 @@ static void conn_review(struct fm_udp *u)
 static int unreachable_errno(int e)
 {
     return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH;
-}
-
-/* A connected socket's send failed. ECONNREFUSED is the ICMP port
- * unreachable of an earlier packet (connected sockets report it so): the
- * peer's process is gone. Unreachable hosts and networks are not taken
- * for dead: the error may be our own link's, down for a while. */
-static void conn_failed(struct fm_udp *u, struct fm_net *net, struct fm_udp_conn *c, int err)
-{
-    if (err == ECONNREFUSED)
-        fm_net_unreachable(net, u->rail, &c->to, 1, fm_now_ns());
 }
 
 static int same_dest(const struct fm_pkt_out *a, const struct fm_pkt_out *b)
@@ -349,8 +341,7 @@ static int apply_faults(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out 
 }
 
 static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now);
-static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
-                      int n);
+static int send_batch(struct fm_udp *u, struct fm_pkt_out *const *pkts, int n);
 
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n)
 {
@@ -358,10 +349,10 @@ int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *
     if (fm_unlikely(u->fault) && u->fault->on_send) {
         int m = apply_faults(u, net, pkts, n);
         for (int i = 0; i < m; i += FM_UDP_SEND_MAX)
-            send_batch(u, net, u->faulted + i, FM_MIN(m - i, FM_UDP_SEND_MAX));
+            send_batch(u, u->faulted + i, FM_MIN(m - i, FM_UDP_SEND_MAX));
         return n;
     }
-    return send_batch(u, net, pkts, n);
+    return send_batch(u, pkts, n);
 }
 
 /* A lone datagram of at most this many bytes is copied into one buffer
@@ -538,9 +529,8 @@ static int build_datagrams(struct fm_udp *u, struct fm_pkt_out *const *pkts, int
 }
 
 /* Sends u->tx's nmsg datagrams, a call for each run that leaves by the
- * same socket; a connected socket whose send failed goes into failed. */
-static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **failed, int *errs,
-                           int *nfailed)
+ * same socket; a connected socket whose send was refused is marked. */
+static void send_datagrams(struct fm_udp *u, int nmsg)
 {
     struct mmsghdr *msg = u->tx->msg;
     struct fm_udp_conn **conn = u->tx->conn;
@@ -578,9 +568,9 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
                  * did not go counts as lost and is retransmitted. */
                 if (errno != EAGAIN && errno != ENOBUFS && !unreachable_errno(errno))
                     fm_log_limited(FM_LOG_WARN, "udp", 5, "sendmmsg: %s", strerror(errno));
-                if (conn[sent]) {
-                    failed[*nfailed] = conn[sent];
-                    errs[(*nfailed)++] = errno;
+                if (conn[sent] && errno == ECONNREFUSED) {
+                    conn[sent]->refused = 1;
+                    u->refusals = 1;
                 }
                 break;
             }
@@ -589,24 +579,35 @@ static void send_datagrams(struct fm_udp *u, int nmsg, struct fm_udp_conn **fail
     }
 }
 
-static int send_batch(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts,
-                      int n)
+static int send_batch(struct fm_udp *u, struct fm_pkt_out *const *pkts, int n)
 {
     if (fm_unlikely(u->conn_misses >= CONN_REVIEW_MISSES))
         conn_review(u);
-    struct fm_udp_conn *failed[FM_UDP_SEND_MAX];
-    int errs[FM_UDP_SEND_MAX], nfailed = 0;
     for (int done = 0, nmsg; done < n;) {
         done += build_datagrams(u, pkts + done, n - done, &nmsg);
-        send_datagrams(u, nmsg, failed, errs, &nfailed);
+        send_datagrams(u, nmsg);
     }
-    /* After the batch: an unreachable peer's session ends, and its flows
-     * with it, which the packets above point into. */
-    for (int i = 0; i < nfailed; i++)
-        conn_failed(u, net, failed[i], errs[i]);
+    return n;
+}
+
+/* A connected socket's refused send is the ICMP port unreachable of an
+ * earlier packet (connected sockets report it so): the peer's process is
+ * gone. Unreachable hosts and networks are not taken for dead: the error
+ * may be our own link's, down for a while. */
+void fm_udp_settle(struct fm_udp *u, struct fm_net *net)
+{
+    if (u->refusals) {
+        u->refusals = 0;
+        for (int i = 0; i < FM_UDP_CONNECTED; i++) {
+            struct fm_udp_conn *c = &u->conn[i];
+            if (c->to.sin_family && c->refused) {
+                c->refused = 0;
+                fm_net_unreachable(net, u->rail, &c->to, 1, fm_now_ns());
+            }
+        }
+    }
     if (u->errors_queued)
         drain_errors(u, net, fm_now_ns());
-    return n;
 }
 
 /* ---- receiving ------------------------------------------------------------------ */

@@ -32,6 +32,7 @@ struct fm_udp_conn {
     struct sockaddr_in to; /* sin_family 0: a free slot */
     int fd;
     uint32_t packets;      /* sent through it since the last review */
+    uint8_t refused;       /* a send through it was refused: fm_udp_settle ends the session */
 };
 
 struct fm_udp {
@@ -47,6 +48,7 @@ struct fm_udp {
     uint32_t send_packets;   /* full packets one datagram carries: GSO's segments, else 1 */
     int busy;                /* the last receive left datagrams queued */
     int errors_queued;       /* a send took an ICMP error: its queue is to be read */
+    int refusals;            /* a connected socket was refused (fm_udp_settle) */
     int connect_peers;       /* peers may get connected senders (one rail only: rails.c) */
     struct fm_udp_conn conn[FM_UDP_CONNECTED];
     uint32_t conn_misses;    /* packets to peers without a slot since the last review */
@@ -82,6 +84,11 @@ void fm_udp_close(struct fm_udp *u);
  * copied); returns how many were handed over. Packets the kernel refuses
  * (a full buffer) count as lost. */
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n);
+/* Acts on what the sends learned: a peer unreachable (a refused send, an
+ * ICMP error queued) loses its session, and its rings with it. Called
+ * after every rail's share of an output went, since packets of the others
+ * point into those rings. */
+void fm_udp_settle(struct fm_udp *u, struct fm_net *net);
 
 /* Receives what is there (up to a few batches) into the engine; returns
  * the number of datagrams handled. */

@@ -103,6 +103,8 @@ static void send_out(struct udp_link *nl, int n)
         if (m)
             fm_udp_send(&nl->rail[r], nl->engine, batch, m);
     }
+    for (int r = 0; r < nl->nrails; r++)
+        fm_udp_settle(&nl->rail[r], nl->engine);
 }
 
 /*
