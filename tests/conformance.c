@@ -589,6 +589,58 @@ static void case_invalid(void)
 }
 
 /*
+ * A peer's last messages come before its loss, also when the last one
+ * went in a flow that succeeds the first (its ring grew). Rank 1 sends 100
+ * bytes, then 16000, and kills itself; rank 0 reads nothing until a send
+ * tells it the peer is lost, then must read both and only then
+ * FM_EPEERLOST. Two faults lost the second: the refused send ended the
+ * session before its packets, waiting in the socket, were read; and
+ * fm_recv reported the loss when the first flow's ring retired, before it
+ * looked at the successor. Run with fmrun --keep-going.
+ */
+static void case_lost_order(void)
+{
+    const size_t lens[2] = {100, 16000};
+    if (rank == 1) {
+        char *buf = malloc(lens[1]);
+        CHECK(buf != NULL);
+        for (int i = 0; i < 2; i++) { /* the second waits for a grown ring, whole */
+            memset(buf, 'a' + i, lens[i]);
+            struct iovec v = {buf, lens[i]};
+            ssize_t n;
+            while ((n = fm_send(ep, fm_addr_of(ctx, 0, CH), &v, 1)) == FM_EAGAIN)
+                fm_wait(ep, 10);
+            CHECK_EQ(n, (ssize_t)lens[i]);
+            for (int k = 0; k < 50; k++) { /* acknowledged: the peer's bound known */
+                fm_progress(ctx);
+                usleep(2000);
+            }
+        }
+        kill(getpid(), SIGKILL);
+    }
+    if (rank != 0)
+        return;
+    char b = 'x';
+    struct iovec v = {&b, 1};
+    uint64_t t0 = now_ns();
+    for (ssize_t n = 0; n != FM_EPEERLOST; n = fm_send(ep, fm_addr_of(ctx, 1, CH + 1), &v, 1)) {
+        CHECK(now_ns() - t0 < 10000000000ull);
+        usleep(1000);
+    }
+    for (int i = 0; i < 2; i++) {
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        ssize_t n = fm_recv(ep, seg, &nseg, NULL);
+        CHECK_EQ(n, (ssize_t)lens[i]);
+        CHECK_EQ(*(char *)seg[0].iov_base, 'a' + i);
+        CHECK_RC(fm_recv_done(ep), 0);
+    }
+    struct iovec seg[FM_SEGS_MAX];
+    int nseg;
+    CHECK_RC(fm_recv(ep, seg, &nseg, NULL), FM_EPEERLOST);
+}
+
+/*
  * A peer killed while the next message goes out over several rails. A send
  * that finds the peer gone ends its session, and its rings with it, while
  * the same output's packets for the other rails still point into them
@@ -1337,6 +1389,7 @@ static const struct {
     {"zero_length", case_zero_length},
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
+    {"lost_order", case_lost_order},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},

@@ -719,24 +719,30 @@ static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
 {
     if (fm_unlikely(news_waiting(ep)))
         take_news(ep);
-    if (fm_unlikely(ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE)))
-        adopt_attached(ep);
-    int n = ep->nactive;
-    for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
-        struct fm_rx *rx = ep->active[idx];
-        ssize_t len = rx_take(ep, rx, seg, nseg, src);
-        if (len >= 0) {
-            ep->next = idx + 1 == n ? 0 : idx + 1;
-            return len;
+    for (;;) {
+        if (fm_unlikely(ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE)))
+            adopt_attached(ep);
+        int n = ep->nactive, retired = 0;
+        for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
+            struct fm_rx *rx = ep->active[idx];
+            ssize_t len = rx_take(ep, rx, seg, nseg, src);
+            if (len >= 0) {
+                ep->next = idx + 1 == n ? 0 : idx + 1;
+                return len;
+            }
+            if (fm_unlikely(__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) && retire(ep, rx)) {
+                ep->active[idx] = ep->active[--ep->nactive];
+                retired = 1;
+                break;
+            }
         }
-        if (fm_unlikely(__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) && retire(ep, rx)) {
-            ep->active[idx] = ep->active[--ep->nactive];
-            n--;
-            ep->next = 0;
-            break; /* the order changed: the next call looks again */
-        }
+        if (!retired)
+            return -1;
+        /* The order changed, and the link may have attached the retired
+         * ring's successor (a grown flow): look again, or a caller told
+         * "nothing" would report the sender's loss before its last messages. */
+        ep->next = 0;
     }
-    return -1;
 }
 
 /* Whatever the node's name agent sends comes from FM_ADDR_NAMES. */

@@ -596,6 +596,12 @@ static int send_batch(struct fm_udp *u, struct fm_pkt_out *const *pkts, int n)
  * may be our own link's, down for a while. */
 void fm_udp_settle(struct fm_udp *u, struct fm_net *net)
 {
+    if (!u->refusals && !u->errors_queued)
+        return;
+    /* A peer that refused is gone, but what it sent before may wait in
+     * our socket: read first (ICMP errors after it), its last messages
+     * come before its loss. */
+    fm_udp_recv(u, net, fm_now_ns());
     if (u->refusals) {
         u->refusals = 0;
         for (int i = 0; i < FM_UDP_CONNECTED; i++) {
@@ -606,8 +612,6 @@ void fm_udp_settle(struct fm_udp *u, struct fm_net *net)
             }
         }
     }
-    if (u->errors_queued)
-        drain_errors(u, net, fm_now_ns());
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
@@ -694,7 +698,7 @@ static int recv_one(struct fm_udp *u)
 
 int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
 {
-    int handled = 0;
+    int handled = 0, error_taken = 0;
     u->busy = 0;
     for (int batch = 0; batch < 1; batch++) { /* the caller loops, sending ACKs between */
         /* Only the headers a datagram filled changed (and, to be safe, the
@@ -714,8 +718,15 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                drain_errors(u, net, now); /* an ICMP error of ours: its queue */
+            /* An ICMP error of ours, reported in place of the datagrams
+             * queued behind it: they are read first, and its queue after
+             * them, so that a peer's last packets come before its loss. */
+            if (errno != EAGAIN && errno != EWOULDBLOCK && !error_taken) {
+                u->errors_queued = 1;
+                error_taken = 1;
+                batch--;
+                continue;
+            }
             break;
         }
         for (int i = 0; i < r; i++) {
@@ -746,5 +757,7 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
         u->busy = 1; /* a full batch: more is queued */
     }
     fm_net_input_done(net);
+    if (u->errors_queued)
+        drain_errors(u, net, now);
     return handled;
 }

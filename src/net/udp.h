@@ -85,9 +85,9 @@ void fm_udp_close(struct fm_udp *u);
  * (a full buffer) count as lost. */
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n);
 /* Acts on what the sends learned: a peer unreachable (a refused send, an
- * ICMP error queued) loses its session, and its rings with it. Called
- * after every rail's share of an output went, since packets of the others
- * point into those rings. */
+ * ICMP error queued) loses its session, and its rings with it, after what
+ * waits in the socket is read. Called after every rail's share of an
+ * output went, since packets of the others point into those rings. */
 void fm_udp_settle(struct fm_udp *u, struct fm_net *net);
 
 /* Receives what is there (up to a few batches) into the engine; returns
