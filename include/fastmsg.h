@@ -210,7 +210,9 @@ FM_API ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovc
  * there, then fm_send_commit() it: no copy is made. A new prepare or send
  * on the endpoint abandons an uncommitted grant. */
 FM_API ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf);
-/* Sends the first `len` bytes (len <= granted) of the last grant as one message. */
+/* Sends the first `len` bytes (len <= granted) of the last grant as one
+ * message: 0, or FM_EPEERLOST if the peer was lost since the grant (the
+ * message is dropped). */
 FM_API int fm_send_commit(fm_ep *ep, size_t len);
 
 /* Receives one message without copying it: fills up to FM_SEGS_MAX segments

@@ -589,11 +589,44 @@ static void case_invalid(void)
 }
 
 /*
+ * A grant given up uncommitted (a send after fm_send_prepare) lets go of
+ * its flow: 64 KiB messages then grow it as usual. Over the network its
+ * pin stayed, the flow never grew, and every 64 KiB message went in eight
+ * parts of a quarter of a 32 KiB ring.
+ */
+static void case_grant_abandoned(void)
+{
+    const size_t len = 65536, nmsg = 40;
+    if (rank == 0) {
+        void *g;
+        ssize_t n;
+        while ((n = fm_send_prepare(ep, fm_addr_of(ctx, 1, CH), 100, &g)) == FM_EAGAIN)
+            fm_wait(ep, 10);
+        CHECK(n > 0); /* and never committed */
+        unsigned char *buf = malloc(len);
+        CHECK(buf != NULL);
+        long parts = 0;
+        for (size_t k = 0; k < nmsg; k++) {
+            for (size_t i = 0; i < len; i++)
+                buf[i] = fmt_pattern(12, k * len + i);
+            long m = fmt_send_all(ep, fm_addr_of(ctx, 1, CH), buf, len);
+            CHECK(m >= 1);
+            parts += m;
+        }
+        CHECK(parts < (long)(2 * nmsg));
+        free(buf);
+    } else if (rank == 1) {
+        recv_stream(12, nmsg * len);
+    }
+}
+
+/*
  * A peer's last messages come before its loss, also when the last one
  * went in a flow that succeeds the first (its ring grew). Rank 1 sends 100
  * bytes, then 16000, and kills itself; rank 0 reads nothing until a send
  * tells it the peer is lost, then must read both and only then
- * FM_EPEERLOST. Two faults lost the second: the refused send ended the
+ * FM_EPEERLOST; a grant taken before the loss and committed after it
+ * returns FM_EPEERLOST. Two faults lost the second: the refused send ended the
  * session before its packets, waiting in the socket, were read; and
  * fm_recv reported the loss when the first flow's ring retired, before it
  * looked at the successor. Run with fmrun --keep-going.
@@ -620,17 +653,26 @@ static void case_lost_order(void)
     }
     if (rank != 0)
         return;
+    fm_ep *other; /* a grant from before the loss, committed after it */
+    CHECK_RC(fm_ep_open(ctx, CH + 2, &other), 0);
+    void *g;
+    ssize_t n;
+    while ((n = fm_send_prepare(other, fm_addr_of(ctx, 1, CH), 8, &g)) == FM_EAGAIN)
+        fm_wait(other, 10);
+    CHECK_EQ(n, 8);
     char b = 'x';
     struct iovec v = {&b, 1};
     uint64_t t0 = now_ns();
-    for (ssize_t n = 0; n != FM_EPEERLOST; n = fm_send(ep, fm_addr_of(ctx, 1, CH + 1), &v, 1)) {
+    for (n = 0; n != FM_EPEERLOST; n = fm_send(ep, fm_addr_of(ctx, 1, CH + 1), &v, 1)) {
         CHECK(now_ns() - t0 < 10000000000ull);
         usleep(1000);
     }
+    CHECK_RC(fm_send_commit(other, 8), FM_EPEERLOST); /* it said 0, the message dropped */
+    CHECK_RC(fm_ep_close(other), 0);
     for (int i = 0; i < 2; i++) {
         struct iovec seg[FM_SEGS_MAX];
         int nseg;
-        ssize_t n = fm_recv(ep, seg, &nseg, NULL);
+        n = fm_recv(ep, seg, &nseg, NULL);
         CHECK_EQ(n, (ssize_t)lens[i]);
         CHECK_EQ(*(char *)seg[0].iov_base, 'a' + i);
         CHECK_RC(fm_recv_done(ep), 0);
@@ -1389,7 +1431,7 @@ static const struct {
     {"zero_length", case_zero_length},
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
-    {"lost_order", case_lost_order},
+    {"lost_order", case_lost_order}, {"grant_abandoned", case_grant_abandoned},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},

@@ -121,6 +121,16 @@ int fm_ep_open(fm_ctx *ctx, uint32_t channel, fm_ep **out)
     return 0;
 }
 
+/* An uncommitted grant is given up: the link lets go of what it holds
+ * (over the network, a pin that kept its flow from growing for good). */
+static void abandon_grant(fm_ep *ep)
+{
+    struct fm_route *rt = ep->grant;
+    ep->grant = NULL;
+    if (rt && !rt->direct && rt->link->abandon)
+        rt->link->abandon(ep, rt);
+}
+
 /*
  * One owner for an endpoint's lifetime (core_api.h): unpublish it under
  * ctx->lock first, so that no link can attach a ring to it any more, then
@@ -133,6 +143,7 @@ int fm_ep_close(fm_ep *ep)
         return FM_EINVAL;
     fm_ctx *ctx = ep->ctx;
     fm_names_ep_closed(ep);
+    abandon_grant(ep);
     pthread_mutex_lock(&ctx->lock);
     ep->published = 0;
     pthread_mutex_unlock(&ctx->lock);
@@ -435,6 +446,12 @@ static void want_space(fm_ep *ep, struct fm_route *rt, uint64_t need)
 }
 
 /* Why a send to a peer that is not up fails. */
+static inline int peer_up(const fm_ctx *ctx, fm_addr dst)
+{
+    return __atomic_load_n(&fm_peer_at(ctx, fm_addr_rank_of(dst))->state, __ATOMIC_RELAXED) ==
+           FM_PEER_UP;
+}
+
 static int peer_down(const fm_ctx *ctx, fm_addr dst)
 {
     uint8_t state = __atomic_load_n(&fm_peer_at(ctx, fm_addr_rank_of(dst))->state,
@@ -547,13 +564,13 @@ ssize_t fm_send(fm_ep *ep, fm_addr dst, const struct iovec *iov, int iovcnt)
         if (fm_unlikely(total < iov[i].iov_len || total > SSIZE_MAX))
             return FM_EMSGSIZE;
     }
-    ep->grant = NULL;
+    if (fm_unlikely(ep->grant))
+        abandon_grant(ep);
     struct fm_route *rt;
     int rc = route_for_send(ep, dst, &rt);
     if (fm_unlikely(rc))
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (fm_unlikely(__atomic_load_n(&fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state,
-                                    __ATOMIC_RELAXED) != FM_PEER_UP))
+    if (fm_unlikely(!peer_up(ep->ctx, dst)))
         return peer_down(ep->ctx, dst);
     ssize_t n = fm_likely(rt->direct) ? direct_send(ep, rt, iov, iovcnt, total)
                                       : rt->link->send(ep, rt, iov, iovcnt, total);
@@ -568,13 +585,12 @@ ssize_t fm_send_prepare(fm_ep *ep, fm_addr dst, size_t len, void **buf)
 {
     if (!ep || !buf)
         return FM_EINVAL;
-    ep->grant = NULL;
+    abandon_grant(ep);
     struct fm_route *rt;
     int rc = route_for_send(ep, dst, &rt);
     if (rc)
         return rc == FM_EAGAIN ? send_again(ep, dst, NULL, rc, 0) : rc;
-    if (__atomic_load_n(&fm_peer_at(ep->ctx, fm_addr_rank_of(dst))->state, __ATOMIC_RELAXED) !=
-        FM_PEER_UP)
+    if (!peer_up(ep->ctx, dst))
         return peer_down(ep->ctx, dst);
     void *p;
     ssize_t n = rt->direct ? direct_grant(ep, rt, len, &p) : rt->link->grant(ep, rt, len, &p);
@@ -595,8 +611,8 @@ int fm_send_commit(fm_ep *ep, size_t len)
     ep->grant = NULL;
     if (rt->direct)
         direct_commit(ep, rt, len);
-    else
-        rt->link->commit(ep, rt, len);
+    else if (rt->link->commit(ep, rt, len) < 0 && !peer_up(ep->ctx, rt->dst))
+        return peer_down(ep->ctx, rt->dst); /* dropped: its peer was lost meanwhile */
     count_send(ep);
     return 0;
 }

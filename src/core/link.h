@@ -95,8 +95,12 @@ struct fm_link {
                     size_t total);
     /* Grants contiguous ring space for fm_send_prepare (same rule). */
     ssize_t (*grant)(fm_ep *ep, struct fm_route *rt, size_t len, void **buf);
-    /* Sends the first len bytes of the last grant as a message. */
-    void (*commit)(fm_ep *ep, struct fm_route *rt, size_t len);
+    /* Sends the first len bytes of the last grant as a message; -1 if it
+     * was dropped instead, the route's flow having ended meanwhile. */
+    int (*commit)(fm_ep *ep, struct fm_route *rt, size_t len);
+    /* The last grant is given up uncommitted (a new prepare or send, or
+     * the endpoint closes): let go of what it holds. Optional. */
+    void (*abandon)(fm_ep *ep, struct fm_route *rt);
     /* Wakes the receiver of a direct route, whose sleep flag was set. */
     void (*notify)(fm_ep *ep, struct fm_route *rt);
     /* Largest message one send puts in a ring. */

@@ -754,17 +754,28 @@ static ssize_t udp_grant(fm_ep *ep, struct fm_route *rt, size_t len, void **buf)
     return n < 0 ? FM_EAGAIN : (ssize_t)n;
 }
 
-static void udp_commit(fm_ep *ep, struct fm_route *rt, size_t len)
+static int udp_commit(fm_ep *ep, struct fm_route *rt, size_t len)
 {
     fm_ctx *ctx = fm_core_ep_ctx(ep);
     struct udp_link *nl = fm_core_link_state(ctx, &fm_udp_link);
     pthread_mutex_lock(&nl->lock);
     /* A flow that ended meanwhile has no receiver: the message is dropped,
      * as what comes for a closed endpoint is. */
-    if (route_current(rt)) {
+    int current = route_current(rt);
+    if (current) {
         fm_ring_publish(&rt->ring, FM_REC_DATA, (uint32_t)len);
         kick(nl, rt->link_rt, ctx);
     }
+    fm_net_flow_pin(nl->engine, rt->link_rt, 0);
+    pthread_mutex_unlock(&nl->lock);
+    return current ? 0 : -1;
+}
+
+/* An uncommitted grant's pin goes: the flow may grow or end again. */
+static void udp_abandon(fm_ep *ep, struct fm_route *rt)
+{
+    struct udp_link *nl = fm_core_link_state(fm_core_ep_ctx(ep), &fm_udp_link);
+    pthread_mutex_lock(&nl->lock);
     fm_net_flow_pin(nl->engine, rt->link_rt, 0);
     pthread_mutex_unlock(&nl->lock);
 }
@@ -1159,6 +1170,7 @@ const struct fm_link fm_udp_link = {
     .send = udp_send,
     .grant = udp_grant,
     .commit = udp_commit,
+    .abandon = udp_abandon,
     .max_msg = udp_max_msg,
     .drop = udp_drop,
     .refresh = udp_refresh,
