@@ -280,7 +280,7 @@ static struct fm_session *session_of(const struct fm_net *net, const struct fm_w
 /*
  * Reads the header of the packet at pkt into h. A short DATA's is made
  * full from the session its token names, *s (NULL: none, or flags a short
- * header cannot have, and h is left alone); a full one is copied, and *s
+ * header cannot have, and h is zeroed); a full one is copied, and *s
  * is NULL. Returns the header's length on the wire, 0 if the packet is
  * shorter than that.
  */
@@ -292,8 +292,10 @@ static size_t read_hdr(const struct fm_net *net, const unsigned char *pkt, size_
         struct fm_wire_short b;
         memcpy(&b, pkt, sizeof(b));
         struct fm_session *t = fm_session_by_token(net, b.token);
-        if (!t || (b.flags & ~FM_SHORT_FLAGS))
-            return sizeof(b); /* fm_wire_check_short or the token drops it */
+        if (!t || (b.flags & ~FM_SHORT_FLAGS)) {
+            memset(h, 0, sizeof(*h)); /* version 0: no train goes on with it */
+            return sizeof(b);         /* fm_wire_check_short or the token drops it */
+        }
         /* Written as six words: the checks that follow read fields two
          * at a time, and a load that spans stores of different fields
          * cannot take its value from them (a stall of a dozen cycles). */
