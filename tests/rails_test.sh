@@ -117,22 +117,33 @@ rails_shape 1 100mbit
 rails_shape 0 100mbit
 
 # break_rail HOW: what happens to rail 1 in the middle of a stream, and back.
+# oneway: B drops what comes from A on it (a tc bpf filter that returns
+# TC_ACT_SHOT), while B's packets still reach A.
 break_rail() {
   case $1 in
   down) ip -n "$A" link set "$(rail_dev 1 a)" down ;;
   blackhole) ip -n "$B" addr del "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
+  oneway)
+    tc -n "$B" qdisc add dev "$(rail_dev 1 b)" ingress &&
+      tc -n "$B" filter add dev "$(rail_dev 1 b)" ingress protocol ip bpf bytecode "1,6 0 0 2" da
+    ;;
   esac
 }
 mend_rail() {
   case $1 in
   down) ip -n "$A" link set "$(rail_dev 1 a)" up ;;
   blackhole) ip -n "$B" addr add "$(rail_net 1).2/24" dev "$(rail_dev 1 b)" ;;
+  oneway) tc -n "$B" qdisc del dev "$(rail_dev 1 b)" ingress ;;
   esac
 }
-for how in down blackhole; do
+for how in down blackhole oneway; do
   for fault in "" "drop=0.01,dup=0.01,reorder=0.01"; do
-    name="rail 1 $( [ $how = down ] && echo "set down" || echo "dropping everything (link up)") \
-during a stream, then back${fault:+, with FM_FAULT=$fault}"
+    case $how in
+    down) what="set down" ;;
+    blackhole) what="dropping everything (link up)" ;;
+    oneway) what="dropping everything from A to B only" ;;
+    esac
+    name="rail 1 $what during a stream, then back${fault:+, with FM_FAULT=$fault}"
     run_stream $((64 << 20)) FM_RAILS="$(rails_spec 0 1)" FM_RAIL_HEARTBEAT_MS=100 ${fault:+FM_FAULT=$fault,seed=$$} &
     job=$!
     sleep 1

@@ -33,8 +33,10 @@ static uint64_t now = 1000000;
 static int nrails = 1, rail_query;
 static uint32_t gather_packets; /* the engine's: full packets a datagram of the link carries */
 static int rail_dead[FM_RAILS_MAX];
-/* stream(): rounds at which rail 1 dies and comes back (-1: never). */
-static int kill_round = -1, revive_round = -1;
+/* stream(): rounds at which rail 1 dies and comes back (-1: never); with
+ * kill_one_way, it dies from A to B only. */
+static int kill_round = -1, revive_round = -1, kill_one_way;
+static int rail_dead_to_b[FM_RAILS_MAX];
 /* stream(): bytes of a message B sends A every round (0: none). */
 static size_t chat_bytes;
 /* Until this time, packets to rank 0 that carry credit are lost. */
@@ -108,7 +110,7 @@ static struct fm_net *make(int rank, uint8_t keybyte)
 
 static void enqueue(const void *data, size_t len, int to, int rail)
 {
-    if (nqueue == qcap || rail_dead[rail])
+    if (nqueue == qcap || rail_dead[rail] || (to == 1 && rail_dead_to_b[rail]))
         return; /* the link is full, or the rail is broken: lost */
     memcpy(queue[nqueue].data, data, len);
     queue[nqueue].len = len;
@@ -241,9 +243,9 @@ static int stream(uint64_t total, uint64_t seed)
         if (chat && fm_ring_room(&chat->ring, chat_bytes) >= (int64_t)chat_bytes)
             write_msg(sides[1].net, chat, chat_bytes, 99, &chat_sent);
         if (rounds == kill_round)
-            rail_dead[1] = 1;
+            *(kill_one_way ? &rail_dead_to_b[1] : &rail_dead[1]) = 1;
         if (rounds == revive_round)
-            rail_dead[1] = 0;
+            rail_dead[1] = rail_dead_to_b[1] = 0;
         /* Write what fits. */
         while (sent < total) {
             uint64_t want = (uint64_t)(1 + rand() % 2999);
@@ -564,6 +566,22 @@ static void test_rails(void)
     fm_net_rail_counters(sides[0].net, tx);
     CHECK(tx[1] > rail1_before);
     fm_net_flow_put(sides[0].net, f);
+
+    /* Rail 1 broken from A to B only: B's packets still come on it. A
+     * takes it down, its DATA there unacknowledged while rail 0's is, and
+     * uses it again once mended; each of its packets there went again
+     * after a timeout before (1681 timeouts for 8 MiB, 8 now). */
+    reset();
+    kill_round = 60;
+    revive_round = 250;
+    kill_one_way = 1;
+    stream(8 << 20, 7);
+    kill_round = revive_round = -1;
+    kill_one_way = 0;
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK(nc[FM_NC_RAIL_DOWN] >= 1 && nc[FM_NC_RAIL_UP] >= 1);
+    CHECK(nc[FM_NC_RETX_TIMEOUT] < 100);
+    CHECK_EQ(nc[FM_NC_PEERS_LOST], 0);
 
     /* Seed 000's explicit status query instead of the piggybacked bits:
      * the stream still arrives whole, and bursts asked first. */

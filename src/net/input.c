@@ -494,7 +494,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         if (why)
             goto drop;
         s->t_last_rx = now;
-        fm_rail_heard(net, s, rail, h.rail, from, now);
+        fm_rail_heard(net, s, rail, h.rail, h.op, from, now);
         return FM_DROP_NONE;
     }
     if (!brief)
@@ -526,7 +526,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     s->probed = 0;
     /* A packet from a connected sender's socket (udp.c) has a source that
      * is no address to answer on. */
-    fm_rail_heard(net, s, rail, h.rail, h.flags & FM_HDR_SIDE_PORT ? NULL : from, now);
+    fm_rail_heard(net, s, rail, h.rail, h.op, h.flags & FM_HDR_SIDE_PORT ? NULL : from, now);
     if (h.flags & FM_HDR_ACK_VALID)
         fm_loss_on_ack(net, s, h.ack, NULL, NULL, 0, now);
     switch (h.op) {

@@ -13,6 +13,7 @@ void fm_rail_settle(struct fm_session *s, struct txent *e)
 {
     if (e->counted) {
         s->rail[e->rail].inflight -= e->len;
+        s->rail[e->rail].given_up++; /* acknowledged: fm_rail_acked zeroes it after */
         e->counted = 0;
     }
 }
@@ -38,6 +39,9 @@ void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uin
     e->rs_t = sr->delivered_t;
     e->counted = 1;
     sr->inflight += e->len;
+    if (!sr->t_unanswered)
+        sr->t_unanswered = now;
+    sr->t_sent = now;
 }
 
 /*
@@ -55,6 +59,7 @@ void fm_rail_sent(struct fm_net *net, struct sess_rail *sr, struct txent *e, uin
 void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now)
 {
     struct sess_rail *sr = &s->rail[e->rail];
+    sr->t_unanswered = 0; /* the peer hears us on it */
     if (e->counted) {
         sr->delivered += e->len;
         sr->delivered_t = now;
@@ -74,6 +79,7 @@ void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now)
         }
     }
     fm_rail_settle(s, e);
+    sr->given_up = 0;
 }
 
 static int rail_usable(const struct sess_rail *r) { return r->addr.sin_family && r->up; }
@@ -98,8 +104,13 @@ void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
         return;
     sr->up = 0;
     net->nc[FM_NC_RAIL_DOWN]++;
-    fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the other "
-            "rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
+    if (sr->deaf)
+        fm_warn("net", "rail %d to rank %d delivers nothing of ours for %llu ms, though its "
+                "packets come: its traffic moves to the other rails", r, s->rank,
+                (unsigned long long)((now - sr->t_unanswered) / 1000000));
+    else
+        fm_warn("net", "rail %d to rank %d is silent for %llu ms: its traffic moves to the "
+                "other rails", r, s->rank, (unsigned long long)((now - sr->t_rx) / 1000000));
     for (uint32_t q = s->snd_una; q != s->snd_nxt; q++) {
         struct txent *e = txent_at(s, q);
         if (e->op && e->rail == r && !e->sacked && !e->due)
@@ -113,7 +124,7 @@ void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
 /* A valid packet from the peer came on rail r (which the peer calls
  * peer_idx) from `from`. */
 void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
-                   const struct sockaddr_in *from, uint64_t now)
+                   uint8_t op, const struct sockaddr_in *from, uint64_t now)
 {
     struct sess_rail *sr = &s->rail[r];
     sr->t_rx = now;
@@ -127,12 +138,16 @@ void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned pee
             return;
         sr->addr = *from;
         sr->up = 1;
-    } else if (!sr->up) {
+    } else if (!sr->up && (!sr->deaf || op == FM_OP_ACK)) {
         sr->up = 1;
+        sr->deaf = 0;
+        sr->t_unanswered = 0;
+        sr->given_up = 0;
         net->nc[FM_NC_RAIL_UP]++;
         fm_warn("net", "rail %d to rank %d answers again", r, s->rank);
     }
-    s->ctl_rail = (uint8_t)r;
+    if (sr->up) /* not the way back on a rail the peer does not hear us on */
+        s->ctl_rail = (uint8_t)r;
 }
 
 /*
@@ -199,6 +214,30 @@ static int session_busy(const struct fm_net *net, const struct fm_session *s, ui
     return s->snd_una != s->snd_nxt || now - s->t_busy < net->p.rail_heartbeat_ns;
 }
 
+/* Whether a rail other than r shows that the peer hears us: it answers,
+ * and what went on it lately was acknowledged. */
+static int others_heard(const struct fm_net *net, const struct fm_session *s, int r,
+                        uint64_t now)
+{
+    uint64_t hb = net->p.rail_heartbeat_ns;
+    for (int c = 0; c < net->p.nrails; c++) {
+        const struct sess_rail *o = &s->rail[c];
+        if (c != r && rail_usable(o) && now - o->t_rx <= hb &&
+            (!o->t_unanswered || now - o->t_unanswered <= hb))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A rail goes down when the peer is silent on it for a heartbeat, or when
+ * DATA kept going on it for that long, none acknowledged and some given up
+ * as lost, while another rail's was acknowledged: a link broken one way
+ * only (a firewall rule, a fibre) still brings the peer's packets, and its
+ * probes kept the rail up while all of ours on it were lost, each repaired
+ * only by a timeout (a review's engine program: 8 MiB in 557 instead of
+ * 31 ms). A rail merely left unused after a loss is not taken down.
+ */
 void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now)
 {
     uint64_t hb = net->p.rail_heartbeat_ns;
@@ -207,11 +246,18 @@ void fm_rail_check(struct fm_net *net, struct fm_session *s, uint64_t now)
         struct sess_rail *sr = &s->rail[r];
         if (!sr->addr.sin_family)
             continue;
-        if (!busy || !s->rails_watched || !sr->t_rx)
+        if (!busy || !s->rails_watched || !sr->t_rx) {
             sr->t_rx = now; /* a fresh start */
-        else if (sr->up && now - sr->t_rx > hb)
+            if (sr->t_unanswered)
+                sr->t_unanswered = now;
+        } else if (sr->up && now - sr->t_rx > hb) {
             fm_rail_down(net, s, r, now);
-        if (busy && now - sr->t_rx >= hb / 3 && now - sr->t_ping >= hb / 3) {
+        } else if (sr->up && sr->t_unanswered && now - sr->t_unanswered > hb &&
+                   sr->given_up >= 2 && now - sr->t_sent <= hb && others_heard(net, s, r, now)) {
+            sr->deaf = 1;
+            fm_rail_down(net, s, r, now);
+        }
+        if (busy && (now - sr->t_rx >= hb / 3 || sr->deaf) && now - sr->t_ping >= hb / 3) {
             sr->ping_due = 1;
             mark_pending(net, s);
         }
@@ -236,9 +282,11 @@ uint64_t fm_rail_deadline(const struct fm_net *net, const struct fm_session *s)
         const struct sess_rail *sr = &s->rail[r];
         if (!sr->addr.sin_family)
             continue;
-        d = FM_MIN(d, FM_MAX(sr->t_rx, sr->t_ping) + hb / 3);
+        d = FM_MIN(d, (sr->deaf ? sr->t_ping : FM_MAX(sr->t_rx, sr->t_ping)) + hb / 3);
         if (sr->up)
             d = FM_MIN(d, sr->t_rx + hb + 1);
+        if (sr->up && sr->t_unanswered)
+            d = FM_MIN(d, sr->t_unanswered + hb + 1);
     }
     return d;
 }

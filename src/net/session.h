@@ -106,7 +106,14 @@ struct sess_rail {
     uint64_t rate;           /* bytes per second it delivers (a slowly decaying maximum) */
     uint64_t rate_t;         /* when rate last took its stretch's samples */
     uint64_t rate_max;       /* the largest sample since */
+    uint64_t t_unanswered;   /* when the oldest DATA sent on it since it last had an
+                                acknowledgement left (0: none), */
+    uint32_t given_up;       /* how much of it was given up as lost since, */
+    uint64_t t_sent;         /* and when DATA last left on it */
     uint8_t up;              /* the peer answers on it (within the rail heartbeat) */
+    uint8_t deaf;            /* down because the peer does not hear us on it, though its
+                                packets come: only an ACK on it (the peer answers on a
+                                rail it hears us on) brings it back */
     uint8_t heard;           /* a packet came on it from the peer: it knows our address */
     uint8_t peer_idx;        /* the peer's index for this rail (from its packets) */
     uint8_t peer_busy;       /* the peer's receive queue on it is busy */
@@ -384,10 +391,11 @@ void fm_rail_acked(struct fm_session *s, struct txent *e, uint64_t now);
 int fm_rail_next_usable(const struct fm_net *net, const struct fm_session *s, int r);
 /* Rail r stopped answering: its traffic moves to the others. */
 void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now);
-/* A packet came on local rail r from the peer's rail peer_idx; from: its source,
- * or NULL when that is no address to answer on (FM_HDR_SIDE_PORT). */
+/* A packet of opcode op came on local rail r from the peer's rail peer_idx;
+ * from: its source, or NULL when that is no address to answer on
+ * (FM_HDR_SIDE_PORT). */
 void fm_rail_heard(struct fm_net *net, struct fm_session *s, int r, unsigned peer_idx,
-                   const struct sockaddr_in *from, uint64_t now);
+                   uint8_t op, const struct sockaddr_in *from, uint64_t now);
 /* The rail the next DATA packet goes on (the policy of FM_RAIL_POLICY). */
 int fm_rail_pick(struct fm_net *net, struct fm_session *s);
 /* Rail liveness and probes, from the timers. */
