@@ -20,7 +20,7 @@
  * the path's): then the window already keeps the port busy, and growing
  * it only led to the next overflow (4.6-5.2 % of the packets resent
  * through 1 Gbit/s ports of 64-256 KB, 0.5-1 % with the hold). Once the
- * window is above the largest ring it no longer limits. Until a first
+ * window is above the session's rings together it no longer limits. Until a first
  * overflow there is no window at all: idle sessions and lone messages
  * leave as before. That first overflow is judged as it happens, with the
  * 64th loss if more than a quarter of what the round saw was lost (the
@@ -64,6 +64,17 @@ static int queue_builds(const struct fm_session *s)
            s->cc_rtt_round - s->rtt_min > FM_MAX(s->rtt_min, (uint64_t)QUEUE_TARGET_NS);
 }
 
+/* What the session's flows may have in flight by their credit: a ring's
+ * worth each. (One ring's worth let the window go with several flows
+ * open, and all of their rings go into the port at once.) */
+static uint64_t rings_credit(const struct fm_net *net, const struct fm_session *s)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < s->nlive; i++)
+        sum += s->live[i]->ring.size;
+    return FM_MAX(sum, (uint64_t)net->p.ring_size);
+}
+
 /* Ends the round and judges it: one that overflowed cuts the window, a
  * clean one grows it. */
 static void judge(struct fm_net *net, struct fm_session *s, uint64_t now)
@@ -85,8 +96,8 @@ static void judge(struct fm_net *net, struct fm_session *s, uint64_t now)
         net->nc[FM_NC_CWND_CUTS]++;
     } else if (judged && s->cwnd && !queue_builds(s)) {
         s->cwnd += FM_MAX(s->cwnd >> GROW_SHIFT, (uint64_t)net->p.payload);
-        if (s->cwnd > net->p.ring_size)
-            s->cwnd = 0; /* above what the ring's credit allows anyway */
+        if (s->cwnd > rings_credit(net, s))
+            s->cwnd = 0; /* above what the rings' credit allows anyway */
     }
     s->cc_delivered = s->cc_lost = 0;
     s->cc_bytes = 0;

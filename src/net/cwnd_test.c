@@ -12,12 +12,23 @@
 #define RING (1u << 20)
 #define RTT_NS 100000u
 
+/* The peer's address, for the flows opened to it (nothing is sent). */
+static int address_of(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
+{
+    (void)core;
+    memset(out, 0, sizeof(*out));
+    out->sin_family = AF_INET;
+    out->sin_port = (uint16_t)(1000 + rank);
+    return 0;
+}
+
 static struct fm_net *make(void)
 {
     struct fm_net_params p = {
         .rank = 0, .size = 2, .epoch = 0x4321u, .ring_size = RING, .payload = PAYLOAD,
         .timeout_ns = 2000000000ull, .rto_min_ns = 1000000, .rto_max_ns = 200000000,
         .ack_delay_ns = 200000, .nrails = 1, .rail_heartbeat_ns = 3000000,
+        .up = {.address_of = address_of},
     };
     memset(p.key, 7, sizeof(p.key));
     return fm_net_new(&p);
@@ -125,6 +136,26 @@ int main(void)
     }
     CHECK_EQ(s->cwnd, 0u);
     CHECK(rounds > 30 && rounds < 100);
+
+    /* With four flows open their rings together are the credit: a window
+     * above one ring still limits (it went, and all four rings' worth went
+     * into the port at once). */
+    struct fm_txflow *f[4];
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(fm_net_flow(net, 1, 5 + (uint32_t)i, 9, &f[i]), 0);
+    uint64_t credit = 0;
+    for (int i = 0; i < 4; i++)
+        credit += f[i]->ring.size;
+    s->cwnd = RING;
+    round_trip(net, s, 64, 0, RTT_NS);
+    CHECK(s->cwnd > RING);
+    for (rounds = 0; s->cwnd && rounds < 1000; rounds++) {
+        CHECK(s->cwnd <= FM_MAX(credit, (uint64_t)RING) + s->cwnd / 16);
+        round_trip(net, s, 64, 0, RTT_NS);
+    }
+    CHECK_EQ(s->cwnd, 0u);
+    for (int i = 0; i < 4; i++)
+        fm_net_flow_put(net, f[i]);
 
     /* Losses in a row cut the window with the 64th, before the round is
      * over (the first round of a stream with no window would otherwise go

@@ -30,10 +30,12 @@
 #define RTT_MIN_LIFE_NS 10000000000ull
 
 /* Keeps *min the smallest round trip of the last RTT_MIN_LIFE_NS (*t: when
- * it was taken); never 0 once a sample came. */
-static inline void fm_rtt_min_update(uint64_t *min, uint64_t *t, uint64_t rtt, uint64_t now)
+ * it was taken), or older while it may not expire; never 0 once a sample
+ * came. */
+static inline void fm_rtt_min_update(uint64_t *min, uint64_t *t, uint64_t rtt, uint64_t now,
+                                     int may_expire)
 {
-    if (!*min || rtt < *min || now - *t > RTT_MIN_LIFE_NS) {
+    if (!*min || rtt < *min || (may_expire && now - *t > RTT_MIN_LIFE_NS)) {
         *min = rtt ? rtt : 1;
         *t = now;
     }
