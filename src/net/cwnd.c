@@ -126,6 +126,7 @@ void fm_cwnd_lost(struct fm_net *net, struct fm_session *s, uint64_t now)
      * what it put into the port is acknowledged, and goes on sending at
      * the ring's pace (3,000-9,000 packets lost through a 200 Mbit/s port
      * with a 64 KB buffer, tests/rails_test.sh). */
+    fm_cwnd_news(s, now);
     if (++s->cc_lost >= ROUND_MIN_PACKETS && !s->cc_recovering &&
         s->cc_lost > (s->cc_delivered + s->cc_lost) >> EARLY_SHIFT)
         judge(net, s, now);

@@ -171,9 +171,20 @@ int main(void)
     fm_cwnd_lost(net, s, now);
     CHECK(s->cwnd != 0);
 
+    /* A few small messages, 5 s of quiet, then a burst that overflows the
+     * port: its round is timed from the burst, and the cut is to the
+     * path's capacity, as without the quiet (it was to the floor). */
+    s->cwnd = 0;
+    s->cc_recovering = 0;
+    round_trip(net, s, 700, 0, RTT_NS);
+    round_trip(net, s, 10, 0, RTT_NS);
+    now += 5000000000ull;
+    round_trip(net, s, 700, 140, 20 * RTT_NS);
+    CHECK_EQ(s->cwnd, FM_MAX(2 * delivered / 20, floor));
+
     uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
     fm_net_counters(net, nc, dr);
-    CHECK_EQ(nc[FM_NC_CWND_CUTS], 1u + 1u + 8u + 1u);
+    CHECK_EQ(nc[FM_NC_CWND_CUTS], 1u + 1u + 8u + 1u + 1u);
     fm_net_free(net);
     return 0;
 }

@@ -221,7 +221,7 @@ struct fm_session {
      * and what it delivered and lost. */
     uint64_t cwnd;
     uint32_t cc_end, cc_delivered, cc_lost;
-    uint64_t cc_bytes, cc_t_start;
+    uint64_t cc_bytes, cc_t_start, cc_t_last; /* cc_t_last: the last delivery */
     uint64_t cc_rtt_round; /* the round's shortest round trip, 0 before one */
     uint8_t cc_recovering; /* the round after a cut: its losses are the cut's */
     uint64_t t_last_tx, t_last_rx;
@@ -487,12 +487,27 @@ struct fm_session *fm_timer_due(const struct fm_net *net, uint64_t now);
 uint64_t fm_timer_next(const struct fm_net *net);
 
 /* cwnd.c */
+/* A packet's fate is known at now: a round's packets came after a pause
+ * longer than a retransmission timeout start it over. A round that took
+ * in an idle spell (a few small messages, then a burst) was timed from
+ * before it, and its first cut took the path for slower than it is, down
+ * to the window's floor. */
+static inline void fm_cwnd_news(struct fm_session *s, uint64_t now)
+{
+    if (s->cc_t_last && now - s->cc_t_last > s->rto) {
+        s->cc_delivered = s->cc_lost = 0;
+        s->cc_bytes = 0;
+        s->cc_t_start = 0;
+    }
+    s->cc_t_last = now;
+}
 /* Packets of len bytes were delivered (cumulatively or selectively
  * acknowledged for the first time), or found lost. */
 static inline void fm_cwnd_delivered(struct fm_session *s, uint32_t len, uint64_t now)
 {
+    fm_cwnd_news(s, now);
     if (!s->cc_t_start)
-        s->cc_t_start = now; /* the first round is timed from its first delivery */
+        s->cc_t_start = now; /* a round is timed from its first delivery */
     s->cc_delivered++;
     s->cc_bytes += len;
 }
