@@ -3,6 +3,7 @@
  * Run one case per job: fmrun -n N conformance CASE (tests/CMakeLists.txt
  * lists the cases with their rank counts and environments).
  */
+#include "net/udp_link.h"
 #include "testing/fmtest.h"
 
 #include <dirent.h>
@@ -586,6 +587,42 @@ static void case_invalid(void)
     }
     CHECK(strcmp(fm_strerror(0), "success") == 0);
     CHECK(strcmp(fm_strerror(-99999), "unknown error") == 0);
+}
+
+/*
+ * Messages from peers that then left, for a channel this rank never opens,
+ * hold at most a quarter of FM_NET_RX_MEM (run with 5 ranks and 256 KiB):
+ * four flows of 32 KiB are parked, and once their senders are gone at most
+ * two stay (all four stayed until fm_finalize, and a server whose clients
+ * come and go grew with each). Network path only.
+ */
+static void case_parked_departed(void)
+{
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    if (rank != 0) {
+        char m[64] = {0};
+        CHECK_EQ(fmt_send_all(ep, fm_addr_of(ctx, 0, CH + 5), m, sizeof(m)), 1);
+        barrier(); /* parked at rank 0 */
+        return;    /* and leave */
+    }
+    uint64_t t0 = now_ns();
+    do {
+        CHECK(now_ns() - t0 < 10000000000ull);
+        fm_progress(ctx);
+        usleep(1000);
+        CHECK_RC(fm_udp_link_counters(ctx, nc, dr), 0);
+    } while (nc[FM_NC_RING_RX_BYTES] < (uint64_t)(size - 1) * 32768 + 2 * 32768);
+    barrier();
+    t0 = now_ns();
+    do { /* until they left, and the rings they sent the barrier in retired */
+        CHECK(now_ns() - t0 < 10000000000ull);
+        struct iovec seg[FM_SEGS_MAX];
+        int nseg;
+        ssize_t n = fm_recv(ep, seg, &nseg, NULL);
+        CHECK(n == FM_EAGAIN || n == FM_EPEERLOST);
+        usleep(1000);
+        CHECK_RC(fm_udp_link_counters(ctx, nc, dr), 0);
+    } while (nc[FM_NC_RING_RX_BYTES] > 256 * 1024 / 4);
 }
 
 /*
@@ -1432,6 +1469,7 @@ static const struct {
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
     {"lost_order", case_lost_order}, {"grant_abandoned", case_grant_abandoned},
+    {"parked_departed", case_parked_departed},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},

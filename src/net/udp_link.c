@@ -45,6 +45,7 @@ struct udp_link {
     struct fm_pkt_out out[FM_UDP_SEND_MAX];
     struct fm_rxflow **parked; /* flows whose channel is not open (yet) */
     int nparked, parked_cap;
+    uint64_t parked_gone_bytes; /* rings of the parked flows whose sender is gone */
     uint8_t parked_retry;      /* one was parked at an open channel (no memory) */
     pthread_t thread;
     int thread_on;
@@ -402,8 +403,41 @@ static void offer(struct udp_link *nl, struct fm_rxflow *f)
         nl->parked_cap = cap;
     }
     nl->parked[nl->nparked++] = f;
+    if (f->sender_gone)
+        nl->parked_gone_bytes += f->ring.size;
     fm_debug("net", "a flow from rank %d waits for channel %u to open", f->src_rank,
              f->dst_channel);
+}
+
+/*
+ * Flows parked for a channel nobody has opened, from senders gone for
+ * good, hold at most a quarter of FM_NET_RX_MEM: past it the oldest are
+ * dropped until an eighth is left. A server whose short-lived clients
+ * wrote to a channel it never opens kept every such ring (a review: 500
+ * clients, 16 MB), and the rings counted against the bound, halving what
+ * its live peers' flows could grow to.
+ */
+static void parked_trim(struct udp_link *nl)
+{
+    uint64_t bound = (uint64_t)fm_core_cfg(nl->ctx)->net_rx_mem / 4;
+    if (!bound || nl->parked_gone_bytes <= bound)
+        return;
+    int keep = 0;
+    unsigned long long dropped = 0;
+    for (int i = 0; i < nl->nparked; i++) {
+        struct fm_rxflow *f = nl->parked[i];
+        if (f->sender_gone && f->ended && nl->parked_gone_bytes > bound / 2) {
+            nl->parked_gone_bytes -= f->ring.size;
+            fm_net_rxflow_free(f);
+            dropped++;
+        } else {
+            nl->parked[keep++] = f;
+        }
+    }
+    nl->nparked = keep;
+    fm_log_limited(FM_LOG_WARN, "net", 5,
+                   "%llu flows of departed peers, waiting for channels never opened, dropped "
+                   "(they held more than FM_NET_RX_MEM / 4)", dropped);
 }
 
 static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
@@ -439,6 +473,14 @@ static void up_delivered(void *core, struct fm_rxflow *f)
 static void up_peer_gone(void *core, int rank, int how)
 {
     struct udp_link *nl = core;
+    for (int i = 0; i < nl->nparked; i++) {
+        struct fm_rxflow *f = nl->parked[i];
+        if (f->src_rank == rank && !f->sender_gone) {
+            f->sender_gone = 1;
+            nl->parked_gone_bytes += f->ring.size;
+        }
+    }
+    parked_trim(nl);
     fm_core_peer_gone(nl->ctx, rank,
                       how == FM_NET_PEER_LEFT ? FM_PEER_FINALIZED : FM_PEER_FAILED);
 }
@@ -559,6 +601,7 @@ static void offer_parked(struct udp_link *nl)
     nl->parked = NULL;
     nl->nparked = nl->parked_cap = 0;
     nl->parked_retry = 0;
+    nl->parked_gone_bytes = 0;
     for (int i = 0; i < n; i++)
         offer(nl, parked[i]);
     free(parked);
