@@ -208,11 +208,17 @@ static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, 
 {
     if (!r.count || r.count > FM_NET_WIN_MAX)
         return (struct fm_wire_sack){0, 0}; /* not from a receiver of ours */
-    uint32_t end = r.first + r.count;
-    if (fm_seq_lt(s->snd_nxt, end))
-        end = s->snd_nxt; /* not sent: a range that claims it proves nothing */
-    uint32_t q = fm_seq_lt(from, s->snd_una) ? s->snd_una : from;
-    for (; fm_seq_lt(q, end); q++) {
+    /* Offsets from snd_una: no range, however far off it claims to lie (an
+     * ACK carries no MAC), walks outside what is in flight. One 2^31 ahead
+     * escaped a comparison with snd_nxt and marked empty slots of the table
+     * acknowledged: the send-time list came apart, and the next loss
+     * detection never ended (found by fuzz_net). A range past snd_nxt
+     * claims what was not sent, and proves nothing there. */
+    int64_t first = (int32_t)(r.first - s->snd_una);
+    int64_t end = FM_MIN(first + r.count, (int64_t)(s->snd_nxt - s->snd_una));
+    int64_t k = FM_MAX(FM_MAX(first, (int64_t)(int32_t)(from - s->snd_una)), 0);
+    for (; k < end; k++) {
+        uint32_t q = s->snd_una + (uint32_t)k;
         struct txent *e = txent_at(s, q);
         if (!e->sacked) {
             e->sacked = 1;
@@ -227,7 +233,7 @@ static struct fm_wire_sack on_sack(struct fm_session *s, struct fm_wire_sack r, 
             }
         }
     }
-    return (struct fm_wire_sack){r.first, fm_seq_lt(r.first, end) ? end - r.first : 0};
+    return (struct fm_wire_sack){r.first, first < end ? (uint32_t)(end - first) : 0};
 }
 
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
