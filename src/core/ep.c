@@ -445,13 +445,13 @@ static void want_space(fm_ep *ep, struct fm_route *rt, uint64_t need)
     ep->want_space[ep->nwant++] = (struct fm_want){rt, need};
 }
 
-/* Why a send to a peer that is not up fails. */
 static inline int peer_up(const fm_ctx *ctx, fm_addr dst)
 {
     return __atomic_load_n(&fm_peer_at(ctx, fm_addr_rank_of(dst))->state, __ATOMIC_RELAXED) ==
            FM_PEER_UP;
 }
 
+/* Why a send to a peer that is not up fails. */
 static int peer_down(const fm_ctx *ctx, fm_addr dst)
 {
     uint8_t state = __atomic_load_n(&fm_peer_at(ctx, fm_addr_rank_of(dst))->state,

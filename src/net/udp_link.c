@@ -435,9 +435,10 @@ static void parked_trim(struct udp_link *nl)
         }
     }
     nl->nparked = keep;
-    fm_log_limited(FM_LOG_WARN, "net", 5,
-                   "%llu flows of departed peers, waiting for channels never opened, dropped "
-                   "(they held more than FM_NET_RX_MEM / 4)", dropped);
+    if (dropped)
+        fm_log_limited(FM_LOG_WARN, "net", 5,
+                       "%llu flows of departed peers, waiting for channels never opened, "
+                       "dropped (they held more than FM_NET_RX_MEM / 4)", dropped);
 }
 
 static void up_flow_new(void *core, struct fm_rxflow *f, int src_rank)
