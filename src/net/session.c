@@ -193,6 +193,23 @@ void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
         __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
     drop_held(s);
     fm_flows_over(net, s);
+    /* What is in flight is given up, and the tables that grew with the
+     * window go: a server whose peers come and go kept each one's (the
+     * send table grows to FM_NET_WIN_MAX entries, 458 KB, for a peer that
+     * streamed). The session itself stays, to tell a late packet from a
+     * new peer. */
+    s->snd_una = s->snd_nxt;
+    s->t_count = 0;
+    free(s->held);
+    s->held = NULL;
+    s->held_cap = 0;
+    struct txent *small = s->tx_cap > FM_NET_WIN_MIN ? calloc(FM_NET_WIN_MIN, sizeof(*small))
+                                                     : NULL;
+    if (small) {
+        free(s->tx);
+        s->tx = small;
+        s->tx_cap = FM_NET_WIN_MIN;
+    }
     if (state == FM_NET_PEER_FAILED)
         net->nc[FM_NC_PEERS_LOST]++;
     fm_info("net", "session with rank %d ends: %s", s->rank,
