@@ -596,12 +596,6 @@ static int send_batch(struct fm_udp *u, struct fm_pkt_out *const *pkts, int n)
  * may be our own link's, down for a while. */
 void fm_udp_settle(struct fm_udp *u, struct fm_net *net)
 {
-    if (!u->refusals && !u->errors_queued)
-        return;
-    /* A peer that refused is gone, but what it sent before may wait in
-     * our socket: read first (ICMP errors after it), its last messages
-     * come before its loss. */
-    fm_udp_recv(u, net, fm_now_ns());
     if (u->refusals) {
         u->refusals = 0;
         for (int i = 0; i < FM_UDP_CONNECTED; i++) {
@@ -612,6 +606,8 @@ void fm_udp_settle(struct fm_udp *u, struct fm_net *net)
             }
         }
     }
+    if (u->errors_queued)
+        drain_errors(u, net, fm_now_ns());
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
@@ -719,10 +715,12 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
             if (errno == EINTR)
                 continue;
             /* An ICMP error of ours, reported in place of the datagrams
-             * queued behind it: they are read first, and its queue after
-             * them, so that a peer's last packets come before its loss. */
+             * queued behind it: they are read on, and its queue later
+             * (fm_udp_settle), so that a peer's last packets come before
+             * its loss. */
             if (errno != EAGAIN && errno != EWOULDBLOCK && !error_taken) {
                 u->errors_queued = 1;
+                u->was_empty = 0;
                 error_taken = 1;
                 batch--;
                 continue;
@@ -757,7 +755,5 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
         u->busy = 1; /* a full batch: more is queued */
     }
     fm_net_input_done(net);
-    if (u->errors_queued)
-        drain_errors(u, net, now);
     return handled;
 }

@@ -84,10 +84,16 @@ void fm_udp_close(struct fm_udp *u);
  * copied); returns how many were handed over. Packets the kernel refuses
  * (a full buffer) count as lost. */
 int fm_udp_send(struct fm_udp *u, struct fm_net *net, struct fm_pkt_out *const *pkts, int n);
-/* Acts on what the sends learned: a peer unreachable (a refused send, an
- * ICMP error queued) loses its session, and its rings with it, after what
- * waits in the socket is read. Called after every rail's share of an
- * output went, since packets of the others point into those rings. */
+/* Whether sends or receives learned of an unreachable peer (a refused
+ * send, an ICMP error queued) that fm_udp_settle must act on. */
+static inline int fm_udp_unsettled(const struct fm_udp *u)
+{
+    return u->refusals || u->errors_queued;
+}
+/* Acts on it: such a peer loses its session, and its rings with it. Call
+ * it only after every rail's share of an output went (their packets point
+ * into those rings) and every rail's socket was read to its end (what the
+ * peer sent before it went waits there). */
 void fm_udp_settle(struct fm_udp *u, struct fm_net *net);
 
 /* Receives what is there (up to a few batches) into the engine; returns

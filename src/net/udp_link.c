@@ -93,6 +93,35 @@ static struct udp_rx *udp_rx_of(struct fm_rx *rx)
 
 /* Sends n packets of nl->out, each on its rail's socket; one rail's packets
  * stay together so that runs of them go as one GSO send. */
+/* Reads of a rail's socket, a batch each, before a peer found unreachable
+ * is taken for gone. */
+#define SETTLE_READS 8
+
+/*
+ * What sends and receives learned of unreachable peers is acted on only
+ * after every rail's socket was read to its end: a peer refused is gone,
+ * but what it sent before waits there, and its last messages must come
+ * before its loss (they were dropped as from no session, on one rail and
+ * more so on several, each rail ending the session before the next was
+ * read). Called after whole outputs: the session's end frees rings that
+ * an output's packets point into.
+ */
+static void settle(struct udp_link *nl)
+{
+    int any = 0;
+    for (int r = 0; r < nl->nrails; r++)
+        any |= fm_udp_unsettled(&nl->rail[r]);
+    if (!any)
+        return;
+    uint64_t now = fm_now_ns();
+    for (int r = 0; r < nl->nrails; r++)
+        for (int k = 0; k < SETTLE_READS; k++)
+            if (fm_udp_recv(&nl->rail[r], nl->engine, now) == 0 || !nl->rail[r].busy)
+                break;
+    for (int r = 0; r < nl->nrails; r++)
+        fm_udp_settle(&nl->rail[r], nl->engine);
+}
+
 static void send_out(struct udp_link *nl, int n)
 {
     struct fm_pkt_out *batch[FM_UDP_SEND_MAX];
@@ -104,8 +133,7 @@ static void send_out(struct udp_link *nl, int n)
         if (m)
             fm_udp_send(&nl->rail[r], nl->engine, batch, m);
     }
-    for (int r = 0; r < nl->nrails; r++)
-        fm_udp_settle(&nl->rail[r], nl->engine);
+    settle(nl);
 }
 
 /*
@@ -195,6 +223,7 @@ static int run(struct udp_link *nl, int flush, uint64_t now)
         }
         if (got)
             __atomic_store_n(&nl->last_traffic_ns, now, __ATOMIC_RELAXED);
+        settle(nl);
         fm_net_set_rails_busy(nl->engine, busy);
         output(nl, flush, now);
         if (!busy)
