@@ -80,11 +80,12 @@ struct fm_txflow {
     uint8_t pinned;          /* an fm_send_prepare grant points into the ring */
     uint8_t stopped;         /* its receiver asked it to stop: its FLOW_END may wait */
     uint32_t end_seq;
-    /* Its FLOW's sequence number (once announced; it trails the session's
-     * far behind after a while, see fm_flow_idle_check). A credit counts
-     * only from a packet that acknowledges it, and a FLOW_STOP only if it
-     * names it: a flow id is reused, and a late packet meant the old flow. */
-    uint32_t flow_seq;
+    /* Its FLOW's sequence number (once announced): a FLOW_STOP counts only
+     * if it names it, and a credit only from a packet whose ack is past
+     * credit_seq, that number or, for a long-lived flow, one far behind the
+     * session's (fm_flow_idle_check). A flow id is reused, and a late
+     * packet may mean the old flow. */
+    uint32_t flow_seq, credit_seq;
     uint32_t live_idx;       /* its place among the session's live flows */
     uint32_t birth;          /* order of creation in its session (announce_waits) */
     int refs;                /* routes that point to it (fm_net_flow, fm_net_flow_put) */

@@ -6,6 +6,7 @@
  * and foreign or damaged packets must be dropped and counted.
  */
 #include "net/engine.h"
+#include "net/session.h"
 #include "net/fault.h"
 #include "core/util.h"
 #include "testing/fmtest.h"
@@ -785,6 +786,41 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
+/* A flow that lived through 2^30 of its session's packets: the number its
+ * credits are judged by moved up with the session's, and a FLOW_STOP,
+ * which names the FLOW's own number, was then ignored: the receiver's
+ * endpoint was closed, and the sender wrote on into a flow nobody read.
+ * Credits still count. */
+static void test_stop_long_lived(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_net *A = sides[0].net, *B = sides[1].net;
+    struct fm_txflow *f;
+    uint64_t sent = 0, got = 0;
+    CHECK_RC(fm_net_flow(A, 1, 5, 9, &f), 0);
+    write_msg(A, f, 100, 1, &sent);
+    exchange(40, 10000);
+    CHECK_EQ(consume(&sides[1], &got, 1), 1);
+    CHECK_EQ(fm_net_unacked(A), 0);
+    /* What 2^30 packets of other flows would have done to the numbers. */
+    struct fm_session *sa = f->s, *sb = B->sess[0];
+    uint32_t shift = (1u << 30) + 4096;
+    sa->snd_una += shift;
+    sa->snd_nxt += shift;
+    sa->cc_end += shift;
+    sb->rcv_nxt += shift;
+    exchange(300, 10000000); /* timers: seconds */
+    write_msg(A, f, 100, 1, &sent);
+    exchange(40, 50000);
+    CHECK_EQ(consume(&sides[1], &got, 1), 1);
+    exchange(40, 50000);
+    CHECK_EQ(f->ctl.head, f->sent); /* its credit came back */
+    fm_net_orphan(B, sides[1].rx[0]);
+    exchange(40, 50000);
+    CHECK(f->ending);
+}
+
 /* A new sender has one packet in flight until an ACK tells it its grant.
  * A receiver that sends it small messages all along acknowledges in them
  * and sent no ACK: the sender stayed at a packet a round trip (2974 rounds
@@ -1174,6 +1210,7 @@ int main(void)
     test_late_credit_after_reuse();
     test_late_stop_after_reuse();
     test_stream_beside_chat();
+    test_stop_long_lived();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

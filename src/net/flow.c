@@ -153,12 +153,13 @@ void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
     for (uint32_t i = 0; i < s->nlive; i++) {
         struct fm_txflow *f = s->live[i];
         uint64_t t = __atomic_load_n(&f->t_write, __ATOMIC_RELAXED);
-        /* An acknowledged FLOW's number trails the session's: acks compared
-         * with it (credit_is_for) must not wrap. A credit it then refuses
-         * was built 2^29 packets ago, outdated by later ones. */
-        if (f->announced && fm_seq_lt(f->flow_seq, s->snd_una) &&
-            s->snd_una - f->flow_seq > (1u << 30))
-            f->flow_seq = s->snd_una - (1u << 29);
+        /* Acks compared with an acknowledged FLOW's number (credit_is_for)
+         * must not wrap: it trails the session's. A credit then refused was
+         * built 2^29 packets ago, outdated by later ones. (The FLOW's own
+         * number stays, for FLOW_STOP: moved, a stop was ignored.) */
+        if (f->announced && fm_seq_lt(f->credit_seq, s->snd_una) &&
+            s->snd_una - f->credit_seq > (1u << 30))
+            f->credit_seq = s->snd_una - (1u << 29);
         /* A ring over what the peer allows ends too: a first flow goes
          * with the HELLO, before the peer said. What it still holds is
          * read before its successor's. */
@@ -322,7 +323,7 @@ int fm_net_flow(struct fm_net *net, int rank, uint32_t src_channel, uint32_t dst
  * of its place, the flow stuck for ever. */
 static int credit_is_for(const struct fm_txflow *f, uint32_t ack)
 {
-    return f->announced && fm_seq_lt(f->flow_seq, ack);
+    return f->announced && fm_seq_lt(f->credit_seq, ack);
 }
 
 void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n, uint32_t ack)

@@ -394,7 +394,7 @@ static int new_data_pass(struct fm_net *net, struct fm_session *s, struct fm_pkt
                 continue;
             }
             uint32_t q = sequence(s, FM_OP_FLOW, f->id, 0, 0, now);
-            f->flow_seq = q;
+            f->flow_seq = f->credit_seq = q;
             emit(net, s, q, &pkts[n], now);
             if (*lead != NO_LEAD)
                 *lead += (uint32_t)fm_pkt_len(&pkts[n]);
