@@ -66,14 +66,15 @@ static uint64_t rtt_min(const struct fm_net *net)
     return net->rtt_min ? net->rtt_min : RTT_DEFAULT_NS;
 }
 
-/* Not forgotten while several peers send to us: our own round trips then
+/* Kept longer while several peers send to us: our own round trips then
  * come back through the port their data queues at, and a sample taken
  * from that queue sized the budget that keeps it (a review's simulation:
  * at the expiry the minimum went from 12 to 912 us, and 5 % of the
  * packets were dropped after it, none before). */
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now)
 {
-    fm_rtt_min_update(&net->rtt_min, &net->t_rtt_min, rtt, now, net->nrecent < 2);
+    fm_rtt_min_update(&net->rtt_min, &net->t_rtt_min, rtt, now,
+                      RTT_MIN_LIFE_NS * (net->nrecent >= 2 ? RTT_MIN_HELD : 1));
 }
 
 /* An epoch is at most this many times its base (a rate measured low, as

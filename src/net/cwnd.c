@@ -64,6 +64,11 @@ static int queue_builds(const struct fm_session *s)
            s->cc_rtt_round - s->rtt_min > FM_MAX(s->rtt_min, (uint64_t)QUEUE_TARGET_NS);
 }
 
+int fm_cwnd_holds_queue(const struct fm_net *net, const struct fm_session *s)
+{
+    return s->cwnd > (uint64_t)CWND_MIN_PACKETS * net->p.payload;
+}
+
 /* What the session's flows may have in flight by their credit: a ring's
  * worth each. (One ring's worth let the window go with several flows
  * open, and all of their rings go into the port at once.) */

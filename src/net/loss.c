@@ -40,10 +40,11 @@ static void rtt_sample(struct fm_net *net, struct fm_session *s, const struct tx
         s->srtt = (7 * s->srtt + rtt) / 8;
     }
     s->rtt_peak = FM_MAX(rtt, s->rtt_peak - s->rtt_peak / 16);
-    /* Not forgotten while a window holds a queue at the port: every sample
-     * then waits in it, and adopting one let the window grow past the
-     * port's buffer (a review: a loss burst every 10 s). */
-    fm_rtt_min_update(&s->rtt_min, &s->t_rtt_min, rtt, now, !s->cwnd);
+    /* Kept longer while a window above its floor holds a queue at the
+     * port (a review: a loss burst at every 10 s expiry); at the floor a
+     * stale minimum only keeps the window from growing. */
+    fm_rtt_min_update(&s->rtt_min, &s->t_rtt_min, rtt, now,
+                      RTT_MIN_LIFE_NS * (fm_cwnd_holds_queue(net, s) ? RTT_MIN_HELD : 1));
     s->cc_rtt_round = s->cc_rtt_round ? FM_MIN(s->cc_rtt_round, rtt) : rtt;
     fm_budget_rtt(net, rtt, now);
     s->rto = base_rto(net, s);

@@ -118,6 +118,7 @@ void fm_rail_down(struct fm_net *net, struct fm_session *s, int r, uint64_t now)
     }
     if (s->ctl_rail == r)
         s->ctl_rail = (uint8_t)fm_rail_next_usable(net, s, r);
+    s->rtt_min = 0; /* the path changed: the next round trip says how */
     mark_pending(net, s);
 }
 

@@ -26,16 +26,21 @@
 /* Received packets an ACK waits for before it goes on its own. */
 #define ACK_EVERY 16
 /* A smallest round trip is forgotten after this long: the path may have
- * changed (budget.c, cwnd.c). */
+ * changed (budget.c, cwnd.c). While our own traffic holds a queue at the
+ * port, every sample waits in it, and one taken then let the window or
+ * the budget grow past the port's buffer (a loss burst at each expiry):
+ * the minimum is then kept RTT_MIN_HELD times longer, not for ever, which
+ * a path that really got longer would pay with a window stuck at the
+ * size the old minimum allowed. */
 #define RTT_MIN_LIFE_NS 10000000000ull
+#define RTT_MIN_HELD 6
 
-/* Keeps *min the smallest round trip of the last RTT_MIN_LIFE_NS (*t: when
- * it was taken), or older while it may not expire; never 0 once a sample
- * came. */
+/* Keeps *min the smallest round trip of the last `life` ns (*t: when it
+ * was taken); never 0 once a sample came. */
 static inline void fm_rtt_min_update(uint64_t *min, uint64_t *t, uint64_t rtt, uint64_t now,
-                                     int may_expire)
+                                     uint64_t life)
 {
-    if (!*min || rtt < *min || (may_expire && now - *t > RTT_MIN_LIFE_NS)) {
+    if (!*min || rtt < *min || now - *t > life) {
         *min = rtt ? rtt : 1;
         *t = now;
     }
@@ -511,6 +516,9 @@ static inline void fm_cwnd_delivered(struct fm_session *s, uint32_t len, uint64_
     s->cc_delivered++;
     s->cc_bytes += len;
 }
+/* Whether a window above its floor keeps a queue at the port (the smallest
+ * round trip is then kept longer: fm_rtt_min_update). */
+int fm_cwnd_holds_queue(const struct fm_net *net, const struct fm_session *s);
 /* (A round that has lost many already is judged at once: cwnd.c.) */
 void fm_cwnd_lost(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* The acknowledgement moved: a round that is over is judged. */
