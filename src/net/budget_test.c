@@ -39,6 +39,8 @@ static int epoch(struct fm_net *net, struct fm_session **s, int n, uint64_t *now
     for (int i = 1; i <= n; i++) {
         uint32_t g = fm_budget_grant(net, s[i]);
         fm_budget_granted(net, s[i], g);
+        s[i]->grant_told = 1;
+        CHECK(!fm_budget_news(net, s[i])); /* told just now: no news */
         CHECK(waits(g) || g == 0 || g >= 6 * PAYLOAD);
         if (!waits(g)) {
             granted++;
@@ -155,9 +157,11 @@ int main(void)
         for (int i = 1; i <= SENDERS; i++)
             if (s[i]->ack_now && s[i]->grant_given == FM_GRANT_PAUSE) {
                 called++;
-                CHECK(fm_budget_news(net, s[i])); /* DATA to it must not replace the ACK */
+                /* Its turn is news: DATA to it must not replace the ACK. */
+                CHECK(fm_budget_news(net, s[i]));
                 s[i]->ack_now = 0;
                 fm_budget_granted(net, s[i], fm_budget_grant(net, s[i]));
+                CHECK(!fm_budget_news(net, s[i]));
             }
     }
     CHECK_EQ(called, paused);
