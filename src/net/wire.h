@@ -23,7 +23,7 @@
 #error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
 #endif
 
-#define FM_WIRE_VERSION 5
+#define FM_WIRE_VERSION 6
 
 enum fm_wire_op {
     FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
