@@ -786,6 +786,60 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
+/* Streams `total` bytes on each of nf flows from A to B, B reading; true if
+ * all of it came within 10 s (the clock jumps to the engines' deadlines). */
+static int flows_stream(struct fm_txflow **f, int nf, uint64_t *sent, uint64_t total)
+{
+    uint64_t t0 = now, got = 0, want = 0;
+    for (int i = 0; i < nf; i++)
+        want += total - sent[i];
+    while (now - t0 < 10000000000ull && got < want) {
+        for (int i = 0; i < nf; i++)
+            while (sent[i] < total && fm_ring_room(&f[i]->ring, 1000) >= 1000)
+                write_msg(sides[0].net, f[i], 1000, 50 + (uint64_t)i, &sent[i]);
+        pump_out(0, 1);
+        deliver_all();
+        for (int k = 0; k < sides[1].nrx; k++) {
+            struct fm_rxflow *rx = sides[1].rx[k];
+            for (uint64_t h; (h = fm_ring_peek(&rx->ring, sides[1].rd[k]));) {
+                got += FM_REC_LEN(h);
+                sides[1].rd[k] += FM_REC_SIZE(FM_REC_LEN(h));
+                fm_ring_release(&rx->ring, sides[1].rd[k]);
+                fm_net_released(sides[1].net, rx);
+            }
+        }
+        pump_out(1, 1);
+        deliver_all();
+        uint64_t d = FM_MIN(fm_net_deadline(sides[0].net), fm_net_deadline(sides[1].net));
+        now = d != UINT64_MAX && d > now + 50000 ? d : now + 50000;
+    }
+    return got == want;
+}
+
+/* More flows from one peer than an ACK has credits for, after an idle
+ * second (whose heartbeat PING asks for every credit again): each ACK
+ * listed the same first flows, and a later flow's new credit never went;
+ * its sender stalled for good. */
+static void test_many_flows(void)
+{
+    reset();
+    use_faults = 0;
+    enum { NF = 24 };
+    struct fm_txflow *f[NF];
+    uint64_t sent[NF] = {0};
+    for (int i = 0; i < NF; i++)
+        CHECK_RC(fm_net_flow(sides[0].net, 1, 100 + (uint32_t)i, 9, &f[i]), 0);
+    CHECK(flows_stream(f, NF, sent, 64000));
+    for (uint64_t t0 = now; now - t0 < 1000000000ull;) { /* idle: heartbeats */
+        exchange(1, 0);
+        uint64_t d = FM_MIN(fm_net_deadline(sides[0].net), fm_net_deadline(sides[1].net));
+        now = FM_MAX(now + 1, d);
+    }
+    CHECK(flows_stream(f, NF, sent, 128000));
+    for (int i = 0; i < NF; i++)
+        fm_net_flow_put(sides[0].net, f[i]);
+}
+
 /* A flow that lived through 2^30 of its session's packets: the number its
  * credits are judged by moved up with the session's, and a FLOW_STOP,
  * which names the FLOW's own number, was then ignored: the receiver's
@@ -1211,6 +1265,7 @@ int main(void)
     test_late_stop_after_reuse();
     test_stream_beside_chat();
     test_stop_long_lived();
+    test_many_flows();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

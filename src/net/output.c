@@ -185,7 +185,14 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     if (s->credit_due || s->credit_owed || s->credit_all) {
         int all = s->credit_all;
         s->credit_due = s->credit_owed = s->credit_all = 0;
-        for (uint32_t i = 0; i < s->rxf_cap; i++) {
+        /* Every flow's credit goes again from where the last ACK's list
+         * ended, and the request ends once round: started from slot 0 each
+         * time, past FM_NET_MAX_CREDITS flows the same first ones went in
+         * every ACK, the request never ended, and a later flow's new
+         * credit never went (its sender stalled for good, a review). */
+        uint32_t start = all && s->rxf_cap ? s->credit_next % s->rxf_cap : 0;
+        for (uint32_t k = 0; k < s->rxf_cap; k++) {
+            uint32_t i = start + k < s->rxf_cap ? start + k : start + k - s->rxf_cap;
             struct fm_rxflow *f = s->rxf[i];
             if (!f)
                 continue;
@@ -195,6 +202,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
             if (n == FM_NET_MAX_CREDITS) {
                 s->credit_due = 1; /* the rest in the next ACK */
                 s->credit_all = (uint8_t)all;
+                s->credit_next = i;
                 break;
             }
             credit[n++] = (struct fm_wire_credit){.flow = f->id, .head = head};
