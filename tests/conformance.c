@@ -590,6 +590,29 @@ static void case_invalid(void)
 }
 
 /*
+ * A rank that only sends, a message every 50 ms for five timeouts (run
+ * with FM_NET_TIMEOUT_MS=400), never waiting or receiving: its peer is not
+ * lost. Each message left at once, so its send never read the sockets,
+ * and the timers took the peer for silent while its ACKs waited unread:
+ * FM_EPEERLOST after a timeout.
+ */
+static void case_send_only(void)
+{
+    const int count = 40;
+    char m[64] = {0};
+    if (rank == 0) {
+        for (int i = 0; i < count; i++) {
+            struct iovec v = {m, sizeof(m)};
+            CHECK_EQ(fm_send(ep, fm_addr_of(ctx, 1, CH), &v, 1), (ssize_t)sizeof(m));
+            usleep(50 * 1000);
+        }
+    } else if (rank == 1) {
+        for (int i = 0; i < count; i++)
+            CHECK_EQ(fmt_recv_copy(ep, m, sizeof(m), NULL), (long)sizeof(m));
+    }
+}
+
+/*
  * Messages from peers that then left, for a channel this rank never opens,
  * hold at most a quarter of FM_NET_RX_MEM (run with 5 ranks and 256 KiB):
  * four flows of 32 KiB are parked, and once their senders are gone at most
@@ -1469,7 +1492,7 @@ static const struct {
     {"prepare", case_prepare},     {"channels", case_channels},
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
     {"lost_order", case_lost_order}, {"grant_abandoned", case_grant_abandoned},
-    {"parked_departed", case_parked_departed},
+    {"parked_departed", case_parked_departed}, {"send_only", case_send_only},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},
