@@ -80,6 +80,11 @@ void fm_net_rail_counters(const struct fm_net *net, uint64_t tx_bytes[FM_RAILS_M
 
 /* The first session timer, or while senders wait for their turn the
  * budget's epoch end, for which the receiver wakes. */
+uint64_t fm_net_heartbeat_ns(const struct fm_net *net)
+{
+    return net->p.timeout_ns / PINGS_PER_TIMEOUT;
+}
+
 uint64_t fm_net_deadline(const struct fm_net *net)
 {
     return FM_MIN(fm_timer_next(net), fm_budget_deadline(net));

@@ -264,6 +264,9 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
                           const struct sockaddr_in *from, uint64_t now);
 void fm_net_input_done(struct fm_net *net);
 
+/* How often an idle session sends its heartbeat. */
+uint64_t fm_net_heartbeat_ns(const struct fm_net *net);
+
 /* An ICMP error came back on `rail` for `from`: with refused set, no process
  * listens there any more (the peer is gone); otherwise the rail cannot reach
  * it, for now: the rail is taken out, unless it is the last (the session's

@@ -334,7 +334,7 @@ void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
     fm_flow_credit_check(net, s, now);
     fm_budget_probe(net, s, now);
     fm_flow_idle_check(net, s, now);
-    uint64_t ping_every = net->p.timeout_ns / PINGS_PER_TIMEOUT;
+    uint64_t ping_every = fm_net_heartbeat_ns(net);
     if (now - s->t_last_tx >= ping_every ||
         ((s->unacked || s->credit_owed) && now >= s->t_ack_due) ||
         (s->t_ends_due > 1 && now >= s->t_ends_due) || s->credit_due)

@@ -279,15 +279,19 @@ static uint64_t udp_deadline(fm_ctx *ctx, void *state)
     return d;
 }
 
-/* FM_PROGRESS_THREAD=2: every half heartbeat, runs the network if no call
- * did since the last look. It keeps a computing process's sessions alive
- * (acks, heartbeat answers, retransmissions) and never competes with the
- * calls of a process that communicates. */
+/* FM_PROGRESS_THREAD=2: every half heartbeat (a session's, or a rail's if
+ * shorter), runs the network if no call did since the last look. It keeps
+ * a computing process's sessions alive (acks, heartbeat answers,
+ * retransmissions) and never competes with the calls of a process that
+ * communicates. (It took the rails' heartbeat alone: with
+ * FM_RAIL_HEARTBEAT_MS=8000 a computing rank was lost at 3 s.) */
 static void *watchdog_thread(void *arg)
 {
     struct udp_link *nl = arg;
     struct pollfd stop = {.fd = nl->stop_fd, .events = POLLIN};
-    int tick_ms = (int)fm_core_cfg(nl->ctx)->rail_heartbeat_ms / 2 + 1;
+    uint64_t beat = FM_MIN((uint64_t)fm_core_cfg(nl->ctx)->rail_heartbeat_ms * 1000000u,
+                           fm_net_heartbeat_ns(nl->engine));
+    int tick_ms = (int)(beat / 2000000u) + 1;
     uint32_t seen = 0;
     while (!__atomic_load_n(&nl->stop, __ATOMIC_ACQUIRE)) {
         poll(&stop, 1, tick_ms);
