@@ -786,6 +786,27 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
+/* A rank back from computing longer than the timeout, its HELLO lost: the
+ * handshake gets a full timeout again, with retries, as an established
+ * session does. It was judged from its first HELLO, and the peer taken
+ * for lost at once. */
+static void test_handshake_after_absence(void)
+{
+    reset();
+    use_faults = 0;
+    struct fm_txflow *f;
+    uint64_t sent = 0, got = 0;
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    write_msg(sides[0].net, f, 100, 1, &sent);
+    pump_out(0, 1);
+    nqueue = 0;              /* the HELLO and what came with it: lost */
+    now += 4000000000ull;    /* away twice the timeout */
+    exchange(100, 1000000);
+    CHECK_EQ(sides[0].gone_state, 0);
+    CHECK_EQ(consume(&sides[1], &got, 1), 1);
+    fm_net_flow_put(sides[0].net, f);
+}
+
 /* Streams `total` bytes on each of nf flows from A to B, B reading; true if
  * all of it came within 10 s (the clock jumps to the engines' deadlines). */
 static int flows_stream(struct fm_txflow **f, int nf, uint64_t *sent, uint64_t total)
@@ -1266,6 +1287,7 @@ int main(void)
     test_stream_beside_chat();
     test_stop_long_lived();
     test_many_flows();
+    test_handshake_after_absence();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

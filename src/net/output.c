@@ -661,15 +661,8 @@ int fm_net_output(struct fm_net *net, struct fm_pkt_out *pkts, int max, int flus
     uint64_t late = net->p.timeout_ns / (2 * PINGS_PER_TIMEOUT);
     if (net->t_last_output && now > net->t_wake && now - net->t_wake > late &&
         now - net->t_last_output > net->p.timeout_ns / PINGS_PER_TIMEOUT) {
-        for (int i = 0; i < net->nall; i++) {
-            struct fm_session *s = net->all[i];
-            if (s->t_last_rx)
-                s->t_last_rx = now;
-            for (int r = 0; r < net->p.nrails; r++)
-                if (s->rail[r].t_rx)
-                    s->rail[r].t_rx = now;
-            fm_timer_set(net, s, now); /* its timers run now */
-        }
+        for (int i = 0; i < net->nall; i++)
+            fm_session_amnesty(net, net->all[i], now);
     }
     net->t_last_output = now;
     fm_budget_tick(net, now);

@@ -306,6 +306,23 @@ int fm_session_handshake(struct fm_net *net, struct fm_session *s, struct fm_pkt
     return n;
 }
 
+void fm_session_amnesty(struct fm_net *net, struct fm_session *s, uint64_t now)
+{
+    if (s->t_last_rx)
+        s->t_last_rx = now;
+    for (int r = 0; r < net->p.nrails; r++)
+        if (s->rail[r].t_rx)
+            s->rail[r].t_rx = now;
+    /* A handshake starts over: it was judged from its first HELLO, and a
+     * rank back from a long computation took its peer for lost at once,
+     * without a retry (a review). */
+    if (s->state == S_HELLO_SENT) {
+        s->t_first_hello = s->t_hello = now;
+        s->hello_backoff = HELLO_RETRY_NS;
+    }
+    fm_timer_set(net, s, now); /* its timers run now */
+}
+
 /* Timers of one session: retransmission, heartbeat, liveness. */
 void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now)
 {

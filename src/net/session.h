@@ -607,6 +607,8 @@ int fm_session_handshake(struct fm_net *net, struct fm_session *s, struct fm_pkt
 void fm_session_timers(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* When the session next needs its timers, or UINT64_MAX. */
 uint64_t fm_session_deadline(const struct fm_net *net, const struct fm_session *s);
+/* The program was away (fm_net_output): s gets a full timeout again. */
+void fm_session_amnesty(struct fm_net *net, struct fm_session *s, uint64_t now);
 
 /* output.c */
 /* Starts a packet of kind op to the session's peer, on its control rail,
