@@ -590,6 +590,31 @@ static void case_invalid(void)
 }
 
 /*
+ * A ping-pong of small messages, 50 exchanges 20 ms apart: no PING beyond
+ * the heartbeats. A sender whose receiver had not yet released its ring's
+ * space (it does an eighth of a ring at a time) pinged for credit 1, 2, 4
+ * ms after nearly every message: 396 PINGs a side in 100 exchanges.
+ */
+static void case_quiet_pingpong(void)
+{
+    char m[64] = {0};
+    fm_addr peer = fm_addr_of(ctx, 1 - rank, CH);
+    for (int i = 0; i < 50; i++) {
+        if (rank == 0) {
+            CHECK_EQ(fmt_send_all(ep, peer, m, sizeof(m)), 1);
+            CHECK_EQ(fmt_recv_copy(ep, m, sizeof(m), NULL), (long)sizeof(m));
+            usleep(20 * 1000);
+        } else {
+            CHECK_EQ(fmt_recv_copy(ep, m, sizeof(m), NULL), (long)sizeof(m));
+            CHECK_EQ(fmt_send_all(ep, peer, m, sizeof(m)), 1);
+        }
+    }
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    CHECK_RC(fm_udp_link_counters(ctx, nc, dr), 0);
+    CHECK(nc[FM_NC_PINGS] <= 8); /* heartbeats: 1 s at 750 ms apart, and slack */
+}
+
+/*
  * A rank that only sends, a message every 50 ms for five timeouts (run
  * with FM_NET_TIMEOUT_MS=400), never waiting or receiving: its peer is not
  * lost. Each message left at once, so its send never read the sockets,
@@ -1493,6 +1518,7 @@ static const struct {
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
     {"lost_order", case_lost_order}, {"grant_abandoned", case_grant_abandoned},
     {"parked_departed", case_parked_departed}, {"send_only", case_send_only},
+    {"quiet_pingpong", case_quiet_pingpong},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},
     {"two_grow", case_two_grow},
