@@ -1095,13 +1095,27 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
 static int drain(struct udp_link *nl, uint64_t quiet_ns)
 {
     uint64_t last = UINT64_MAX, until = fm_now_ns() + quiet_ns;
+    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    pthread_mutex_lock(&nl->lock);
+    fm_net_counters(nl->engine, nc, dr);
+    pthread_mutex_unlock(&nl->lock);
+    uint64_t lost_before = nc[FM_NC_PEERS_LOST];
     for (;;) {
         pthread_mutex_lock(&nl->lock);
         run(nl, 1, fm_now_ns());
         uint64_t left = fm_net_unacked(nl->engine);
         uint64_t d = fm_net_deadline(nl->engine);
+        fm_net_counters(nl->engine, nc, dr);
         pthread_mutex_unlock(&nl->lock);
         uint64_t now = fm_now_ns();
+        /* A peer lost while we wait takes its unacknowledged data with it,
+         * and counts no more: said, or the wait ends as if all had gone. */
+        if (nc[FM_NC_PEERS_LOST] != lost_before) {
+            fm_warn("net", "%llu peer(s) lost while finalizing: what they had not acknowledged "
+                    "may not have arrived",
+                    (unsigned long long)(nc[FM_NC_PEERS_LOST] - lost_before));
+            lost_before = nc[FM_NC_PEERS_LOST];
+        }
         if (!left)
             return 0;
         if (left < last) {
