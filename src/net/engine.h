@@ -130,7 +130,8 @@ struct fm_rxflow {
     uint8_t ended;           /* FLOW_END came: all its data is in the ring, and the core
                                 owns the flow (fm_net_rxflow_free) */
     uint8_t stop_due;        /* orphaned: a FLOW_STOP must tell the sender */
-    uint8_t sender_gone;     /* the link's: its sender left or was lost, for good */
+    uint8_t sender_gone;     /* the link's: its sender left or was lost, for good (2: and
+                                the flow is to be dropped) */
 };
 
 /* One packet for the link to send: header, opcode payload, and for DATA

@@ -442,25 +442,45 @@ static void offer(struct udp_link *nl, struct fm_rxflow *f)
              f->dst_channel);
 }
 
+/* Whether parked flow f may be dropped: its sender is gone, and its
+ * channel is not open (one parked at an open channel waits for memory). */
+static int parked_droppable(struct udp_link *nl, const struct fm_rxflow *f)
+{
+    return f->sender_gone == 1 && f->ended && !fm_core_ep_on(nl->ctx, f->dst_channel);
+}
+
 /*
  * Flows parked for a channel nobody has opened, from senders gone for
- * good, hold at most a quarter of FM_NET_RX_MEM: past it the oldest are
- * dropped until an eighth is left. A server whose short-lived clients
- * wrote to a channel it never opens kept every such ring (a review: 500
- * clients, 16 MB), and the rings counted against the bound, halving what
- * its live peers' flows could grow to.
+ * good, hold at most a quarter of FM_NET_RX_MEM: past it the oldest go
+ * until an eighth is left, each with the later flows of its sender to that
+ * channel, so that what stays of a sender has no hole. A server whose
+ * short-lived clients wrote to a channel it never opens kept every such
+ * ring (a review: 500 clients, 16 MB), and the rings counted against the
+ * bound, halving what its live peers' flows could grow to.
  */
 static void parked_trim(struct udp_link *nl)
 {
     uint64_t bound = (uint64_t)fm_core_cfg(nl->ctx)->net_rx_mem / 4;
     if (!bound || nl->parked_gone_bytes <= bound)
         return;
+    for (int i = 0; i < nl->nparked && nl->parked_gone_bytes > bound / 2; i++) {
+        const struct fm_rxflow *f = nl->parked[i];
+        if (!parked_droppable(nl, f))
+            continue;
+        for (int j = i; j < nl->nparked; j++) { /* sender_gone 2: to be dropped */
+            struct fm_rxflow *g = nl->parked[j];
+            if (g->src_rank == f->src_rank && g->src_channel == f->src_channel &&
+                g->dst_channel == f->dst_channel && parked_droppable(nl, g)) {
+                g->sender_gone = 2;
+                nl->parked_gone_bytes -= g->ring.size;
+            }
+        }
+    }
     int keep = 0;
     unsigned long long dropped = 0;
     for (int i = 0; i < nl->nparked; i++) {
         struct fm_rxflow *f = nl->parked[i];
-        if (f->sender_gone && f->ended && nl->parked_gone_bytes > bound / 2) {
-            nl->parked_gone_bytes -= f->ring.size;
+        if (f->sender_gone == 2) {
             fm_net_rxflow_free(f);
             dropped++;
         } else {
