@@ -786,30 +786,6 @@ static void test_many_stops(void)
         CHECK(g[i]->end_sent);
 }
 
-/* The receiver's first answer lost, its HELLO_ACK sent again acknowledges
- * the message that came with the HELLO: it was ignored there, and the
- * message was acknowledged only after a probe sent it again. */
-static void test_hello_ack_acknowledges(void)
-{
-    reset();
-    use_faults = 0;
-    struct fm_txflow *f;
-    uint64_t sent = 0, got = 0;
-    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
-    write_msg(sides[0].net, f, 100, 1, &sent);
-    pump_out(0, 1);
-    deliver_all();
-    CHECK_EQ(consume(&sides[1], &got, 1), 1);
-    pump_out(1, 1);
-    nqueue = 0; /* B's first answer: lost */
-    exchange(400, 10000);
-    CHECK_EQ(fm_net_unacked(sides[0].net), 0);
-    uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
-    fm_net_counters(sides[0].net, nc, dr);
-    CHECK_EQ(nc[FM_NC_RETX_PROBE] + nc[FM_NC_RETX_TIMEOUT], 0);
-    fm_net_flow_put(sides[0].net, f);
-}
-
 /* A rank back from computing longer than the timeout, its HELLO lost: the
  * handshake gets a full timeout again, with retries, as an established
  * session does. It was judged from its first HELLO, and the peer taken
@@ -1312,7 +1288,6 @@ int main(void)
     test_stop_long_lived();
     test_many_flows();
     test_handshake_after_absence();
-    test_hello_ack_acknowledges();
     test_first_cut();
     test_burst_leaves_whole();
     test_alone_marks();

@@ -495,10 +495,6 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             goto drop;
         s->t_last_rx = now;
         fm_rail_heard(net, s, rail, h.rail, h.op, from, now);
-        /* A HELLO_ACK acknowledges what came with our HELLO: its sender
-         * counts that as done, and nothing else would until a probe. */
-        if (h.op == FM_OP_HELLO_ACK && (h.flags & FM_HDR_ACK_VALID))
-            fm_loss_on_ack(net, s, h.ack, NULL, NULL, 0, now);
         return FM_DROP_NONE;
     }
     if (!brief)
