@@ -640,9 +640,12 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
         n += stopped_ends(net, s, pkts + n, max - n, now);
     n += bye(net, s, pkts + n, max - n, now);
     n += rail_probes(net, s, pkts + n, max - n, now);
-    if (n < max && ack_goes(s, ack_waits, now))
+    /* Credits beyond one ACK's list go in the next ones at once: left for a
+     * later output, they waited for the session's next timer or packet (a
+     * PING asking for 512 flows' credits got 3 ACKs, a review). */
+    while (n < max && ack_goes(s, ack_waits, now))
         build_ack(net, s, &pkts[n++]);
-    *again = s->ack_soon;
+    *again = s->ack_soon || s->credit_due;
     if (n)
         s->t_last_tx = now;
     return n;
