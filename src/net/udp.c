@@ -636,6 +636,18 @@ static void drain_errors(struct fm_udp *u, struct fm_net *net, uint64_t now)
     }
 }
 
+/* FM_FAULT's packet held back to come after the next one: it comes now,
+ * when the socket has nothing more (else a packet held behind a loss waited
+ * for the next one, a retransmission timeout away, and stalled streams
+ * under heavy faults as no network would). */
+static void release_reordered(struct fm_udp *u, struct fm_net *net, uint64_t now)
+{
+    void *r = u->reordered;
+    u->reordered = NULL;
+    fm_net_input(net, r, u->reordered_len, u->rail, &u->reordered_from, now);
+    free(r);
+}
+
 static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t len,
                   const struct sockaddr_in *from, uint64_t now)
 {
@@ -660,12 +672,8 @@ static void input(struct fm_udp *u, struct fm_net *net, unsigned char *p, size_t
             fm_net_input(net, copy, len, u->rail, from, now);
         }
         fm_net_input(net, p, len, u->rail, from, now);
-        if (u->reordered && a != FM_FAULT_REORDER) {
-            void *r = u->reordered;
-            u->reordered = NULL;
-            fm_net_input(net, r, u->reordered_len, u->rail, &u->reordered_from, now);
-            free(r);
-        }
+        if (u->reordered && a != FM_FAULT_REORDER)
+            release_reordered(u, net, now);
         return;
     }
     fm_net_input(net, p, len, u->rail, from, now);
@@ -711,6 +719,8 @@ int fm_udp_recv(struct fm_udp *u, struct fm_net *net, uint64_t now)
                              : recvmmsg(u->fd, u->msg, FM_UDP_BATCH, MSG_DONTWAIT, NULL);
         u->msg_used = r > 0 ? r : 0;
         u->was_empty = r <= 0;
+        if (fm_unlikely(r <= 0 && u->reordered))
+            release_reordered(u, net, now);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
