@@ -124,6 +124,8 @@ static enum fm_drop on_sequenced(struct fm_net *net, struct fm_session *s,
                                  const struct fm_wire_hdr *h, const unsigned char *pl, int placed)
 {
     uint32_t off = h->seq - s->rcv_nxt;
+    s->echo_seq = h->seq;
+    s->echo_due = 1;
     if (fm_seq_lt(h->seq, s->rcv_nxt)) {
         s->ack_now = 1; /* the peer missed our acknowledgement */
         return FM_DROP_DUPLICATE;
@@ -505,7 +507,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         goto drop;
     }
     if (s->state == S_GONE && s->bye_received && h.src_epoch == s->peer_epoch &&
-        h.seq && fm_seq_lt(h.seq, s->rcv_nxt)) {
+        h.op != FM_OP_ACK && h.seq && fm_seq_lt(h.seq, s->rcv_nxt)) {
         /* A retransmission of what came before the peer's goodbye: our
          * acknowledgement was lost, send it again. */
         s->ack_now = 1;
@@ -527,8 +529,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
     /* A packet from a connected sender's socket (udp.c) has a source that
      * is no address to answer on. */
     fm_rail_heard(net, s, rail, h.rail, h.op, h.flags & FM_HDR_SIDE_PORT ? NULL : from, now);
-    if (h.flags & FM_HDR_ACK_VALID)
-        fm_loss_on_ack(net, s, h.ack, NULL, NULL, 0, now);
+    if ((h.flags & FM_HDR_ACK_VALID) && h.op != FM_OP_ACK)
+        fm_loss_on_ack(net, s, h.ack, NULL, NULL, -1, 0, now);
     switch (h.op) {
     case FM_OP_ACK: {
         struct fm_wire_ack a;
@@ -549,7 +551,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
         s->grant = a.grant;
         s->t_grant = now;
         s->ring_max = a.ring_max;
-        fm_loss_on_ack(net, s, h.ack, &a, sack, (h.flags & FM_HDR_STATUS) != 0, now);
+        fm_loss_on_ack(net, s, h.ack, &a, sack, h.flags & FM_HDR_ECHO ? (int64_t)h.seq : -1,
+                       (h.flags & FM_HDR_STATUS) != 0, now);
         struct fm_wire_credit c[FM_NET_MAX_CREDITS];
         int n = FM_MIN(a.ncredit, FM_NET_MAX_CREDITS);
         memcpy(c, pl + sizeof(a), sizeof(c[0]) * (size_t)n);

@@ -224,6 +224,11 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
            sizeof(sack[0]) * (size_t)nsack);
     p->sub_len = (uint16_t)(sizeof(*a) + sizeof(credit[0]) * (size_t)n +
                             sizeof(sack[0]) * (size_t)nsack);
+    if (s->echo_due) {
+        p->hdr.seq = s->echo_seq;
+        p->hdr.flags |= FM_HDR_ECHO;
+        s->echo_due = 0;
+    }
     s->ack_now = 0;
     s->ack_soon = 0;
     s->unacked = 0;

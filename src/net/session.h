@@ -242,6 +242,8 @@ struct fm_session {
     uint32_t held_cap;
     uint32_t nheld;
     uint32_t unacked;      /* received since our last acknowledgement */
+    uint32_t echo_seq;     /* the last sequenced packet that came, */
+    uint8_t echo_due;      /* since our last ACK: the next one names it */
     uint64_t t_ack_due;    /* when a delayed acknowledgement must go */
     uint64_t t_ends_due;   /* when FLOW_ENDs of stopped flows must go (1: at the next output) */
 
@@ -424,9 +426,11 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now);
 void fm_loss_timers(struct fm_net *net, struct fm_session *s, uint64_t now);
 /* When fm_loss_timers is next due while packets are in flight. */
 uint64_t fm_loss_deadline(const struct fm_net *net, const struct fm_session *s);
-/* A cumulative acknowledgement `ack` (and selective ones in a) arrived. */
+/* A cumulative acknowledgement `ack` arrived: on any packet, or in an ACK
+ * a, with its selective ones and echo (the sequence number whose arrival
+ * it answers, or -1). */
 void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
-                    const struct fm_wire_ack *a, const struct fm_wire_sack *sack,
+                    const struct fm_wire_ack *a, const struct fm_wire_sack *sack, int64_t echo,
                     int status_answer, uint64_t now);
 
 /* budget.c */

@@ -23,7 +23,7 @@
 #error "fastmsg's wire code assumes a little-endian host (x86-64, arm64)"
 #endif
 
-#define FM_WIRE_VERSION 6
+#define FM_WIRE_VERSION 7
 
 enum fm_wire_op {
     FM_OP_HELLO = 1,     /* asks for a session; proves the job key (fm_wire_hello) */
@@ -58,6 +58,9 @@ enum fm_wire_op {
 #define FM_HDR_ALONE 0x0010u     /* DATA: the sender had nothing else in flight (a request or a
                                     reply): its receiver may hold the acknowledgement until
                                     the message is whole and the program had a turn */
+#define FM_HDR_ECHO 0x0020u      /* ACK: `seq` names the packet whose arrival it answers
+                                    (the last sequenced one since the previous ACK): the
+                                    sender times its round trip from it */
 /* The flags a short DATA header may have. */
 #define FM_SHORT_FLAGS (FM_HDR_ACK_VALID | FM_HDR_SIDE_PORT | FM_HDR_ALONE)
 
@@ -73,7 +76,8 @@ struct fm_wire_hdr {
     uint32_t src_epoch; /* sender process's random incarnation number (never 0) */
     uint32_t dst_epoch; /* receiver's, as the sender knows it: 0 in HELLO and in what
                            follows it before the HELLO_ACK came */
-    uint32_t seq;       /* sequence number of DATA, FLOW, FLOW_END, FLOW_STOP and BYE; else 0 */
+    uint32_t seq;       /* sequence number of DATA, FLOW, FLOW_END, FLOW_STOP and BYE; of
+                           an ACK with FM_HDR_ECHO, the packet it answers; else 0 */
     uint32_t ack;       /* with FM_HDR_ACK_VALID: next sequence number expected from the receiver */
     uint16_t len;       /* bytes of payload after this header */
     uint8_t rail;       /* index of the sender's rail this packet left on */
