@@ -129,6 +129,11 @@ struct fm_rxflow {
     uint8_t orphan;          /* its endpoint closed: bytes are released on arrival */
     uint8_t ended;           /* FLOW_END came: all its data is in the ring, and the core
                                 owns the flow (fm_net_rxflow_free) */
+    /* Ended without its FLOW_END, its sender lost: its last bytes may never
+     * have been sent, though a later flow of the sender's (a grown ring),
+     * sent beside it, delivered its own. That flow and any after it must
+     * not be read: its messages would follow a hole. */
+    uint8_t cut;
     uint8_t stop_due;        /* orphaned: a FLOW_STOP must tell the sender */
     uint8_t sender_gone;     /* the link's: its sender left or was lost, for good (2: and
                                 the flow is to be dropped) */

@@ -12,7 +12,10 @@
  * receiver allows) unused for RING_IDLE_NS ends, and the next send gets a
  * small one. The receiver reads a successor only
  * after its predecessor from the same endpoint is read to its end (the
- * udp link chains them), so messages keep their order.
+ * udp link chains them), so messages keep their order. The two send side
+ * by side, so when the sender is lost, the successor may hold messages
+ * written after some of the predecessor's that never left: a predecessor
+ * cut short that way takes its successors with it.
  */
 #include "session.h"
 
@@ -188,7 +191,7 @@ void fm_flow_done(struct fm_session *s, struct fm_txflow *f)
     f->ring.data = NULL;
 }
 
-void fm_flows_over(struct fm_net *net, struct fm_session *s)
+void fm_flows_over(struct fm_net *net, struct fm_session *s, int lost)
 {
     while (s->nlive)
         fm_flow_done(s, s->live[0]);
@@ -197,6 +200,7 @@ void fm_flows_over(struct fm_net *net, struct fm_session *s)
         if (!f)
             continue;
         s->rxf[i] = NULL; /* the core owns it from here, as after a FLOW_END */
+        f->cut = (uint8_t)lost;
         __atomic_store_n(&f->ended, 1, __ATOMIC_RELEASE);
         net->p.up.flow_end(net->p.up.core, f);
     }

@@ -192,7 +192,7 @@ void fm_session_gone(struct fm_net *net, struct fm_session *s, int state)
     for (uint32_t i = 0; i < s->nlive; i++)
         __atomic_fetch_add(&s->live[i]->gen, 1, __ATOMIC_RELEASE);
     drop_held(s);
-    fm_flows_over(net, s);
+    fm_flows_over(net, s, state == FM_NET_PEER_FAILED);
     /* What is in flight is given up, and the tables that grew with the
      * window go: a server whose peers come and go kept each one's (the
      * send table grows to FM_NET_WIN_MAX entries, 458 KB, for a peer that

@@ -542,10 +542,11 @@ void fm_flows_free(struct fm_session *s);
 /* The session ended: nothing more will be sent or acknowledged. Its sending
  * flows are over (rings freed now, flows when their routes, told by gen,
  * let go); its receiving flows end as a FLOW_END would end them, read to
- * their end by their endpoints or freed if none reads them. Kept until the
+ * their end by their endpoints or freed if none reads them (lost: marked
+ * cut, since what the peer wrote last may be missing). Kept until the
  * engine went away before: a server whose named peers come and go grew
  * with each. */
-void fm_flows_over(struct fm_net *net, struct fm_session *s);
+void fm_flows_over(struct fm_net *net, struct fm_session *s, int lost);
 /* Credits from an ACK whose cumulative acknowledgement is ack: the
  * receiver released that much of each flow. */
 void fm_flow_credits(struct fm_session *s, const struct fm_wire_credit *c, int n, uint32_t ack);

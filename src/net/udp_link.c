@@ -690,7 +690,8 @@ static void udp_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
     free(ue);
 }
 
-/* An ended flow's ring, read to its end and detached, goes away. */
+/* An ended flow's ring, read to its end and detached, goes away; the next
+ * flow of its sender takes its place, unless it was cut. */
 static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
 {
     (void)ctx;
@@ -700,7 +701,12 @@ static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
     *u->pprev = u->next;
     if (u->next)
         u->next->pprev = u->pprev;
-    fm_net_rxflow_free(rx->link_rx); /* its ring goes back to the engine's spares */
+    struct fm_rxflow *f = rx->link_rx;
+    if (f->cut) {
+        drop_chain(nl, u->waiting);
+        u->waiting = NULL;
+    }
+    fm_net_rxflow_free(f); /* its ring goes back to the engine's spares */
     if (u->waiting && attach(u->ep, u->waiting) != 0)
         drop_chain(nl, u->waiting);
     else if (u->waiting)
