@@ -161,22 +161,6 @@ static uint64_t rack_latest(const struct fm_net *net, const struct fm_session *s
     return t;
 }
 
-/*
- * Whether the peer's last ACK would have listed q had it arrived. The
- * receiver lists only its lowest FM_WIRE_SACK_MAX ranges; above a full list
- * it may hold packets that came long ago, which appear in a later ACK as
- * the ranges below them close or merge. Such a packet is neither timed
- * when that ACK comes (it would add the repair of every hole below it to
- * the round trip, and the timeout would grow to rto_max, where each lost
- * retransmission costs a quarter of FM_NET_TIMEOUT_MS), nor taken for lost
- * before: a retransmission's delivery, RACK's reference then, passed every
- * packet not known delivered, and 4 MiB through 15 % loss resent 2,000
- * packets for 500 lost.
- */
-static int listed(const struct fm_session *s, uint32_t q)
-{
-    return !s->sack_cut || fm_seq_lt(q, s->sack_end);
-}
 
 /* How long after its sending a packet that a later delivery passed is
  * taken for lost: a round trip of its rail and a reordering window. Per
@@ -203,7 +187,7 @@ void fm_loss_detect(struct fm_net *net, struct fm_session *s, uint64_t now)
         if (e->t_sent > latest)
             break;
         const struct sess_rail *sr = &s->rail[e->rail];
-        if (e->due || !rack_passed(sr, e, q) || !listed(s, q))
+        if (e->due || !rack_passed(sr, e, q) || !fm_sack_listed(s, q))
             continue;
         if (now - e->t_sent >= rack_wait(net, s, sr)) {
             fm_loss_mark_due(s, e);
@@ -270,7 +254,7 @@ static int timed_packet(const struct fm_session *s, uint32_t ack, int64_t echo,
         q = (uint32_t)echo;
     } else {
         if (!fm_seq_lt(s->snd_una, ack) || fm_seq_lt(s->snd_nxt, ack) ||
-            !listed(s, ack - 1))
+            !fm_sack_listed(s, ack - 1))
             return 0;
         q = ack - 1;
     }
@@ -427,7 +411,7 @@ static uint64_t rack_deadline(const struct fm_net *net, const struct fm_session 
         if (e->t_sent > latest || e->t_sent >= d)
             break;
         const struct sess_rail *sr = &s->rail[e->rail];
-        if (e->due || !rack_passed(sr, e, q) || !listed(s, q))
+        if (e->due || !rack_passed(sr, e, q) || !fm_sack_listed(s, q))
             continue;
         d = FM_MIN(d, e->t_sent + rack_wait(net, s, sr));
     }

@@ -276,8 +276,13 @@ static int retransmit(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
          * sender waiting for its turn resends nothing until then, but for
          * the oldest packet (the timeout's, one per timeout): packets lost
          * in a burst still count in flight until found lost, and would
-         * hold the grant. */
-        if (e->op == FM_OP_DATA && q != s->snd_una && !may_send(net, s, e->len, 0))
+         * hold the grant. And but for the holes below a full list of the
+         * peer's ranges: above it, what counts in flight was mostly
+         * delivered, and with the window cut to its floor only the lowest
+         * hole went, one a round trip (a 4 MiB stream at 15 % loss each
+         * way took 300-400 ms of engine_test's clock instead of 10-20). */
+        if (e->op == FM_OP_DATA && q != s->snd_una && !may_send(net, s, e->len, 0) &&
+            !(s->sack_cut && fm_sack_listed(s, q)))
             break;
         emit(net, s, q, &pkts[n++], now);
         e->due = 0;
