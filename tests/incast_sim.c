@@ -22,14 +22,16 @@
  * sender's engine ran, per ms (wake/ms: waiting senders sleep). What no two-CPU
  * machine can run: a thousand real senders.
  *
- *   incast_sim [--senders LIST] [--ms M] [--warmup-ms M] [--rate MBIT]
+ *   incast_sim [--senders LIST] [--light N] [--ms M] [--warmup-ms M] [--rate MBIT]
  *              [--buffer BYTES] [--ack-us US] [--stagger-us US] [--cpu-wait-us US]
  *              [--json] [--quick]
+ *   --light: N more peers beside the senders, each sending an 8-byte message
+ *            every LIGHT_EVERY_NS, spread over that time (clients of a server)
  *   --stagger-us: sender i starts i x US after the first (default together)
  *   --json: a JSON line per sender count (test "incast_sim"), as bench/ prints
  *
- * --quick (256 senders, 150 ms) is the ctest run: it checks what the
- * budget promises at that scale (the port kept busy, no sender starved,
+ * --quick (256 senders, 150 ms; --senders after it chooses others) is the
+ * ctest run: it checks what the budget promises at that scale (the port kept busy, no sender starved,
  * hardly a drop, a queue short of the buffer, the victim not buried) and
  * exits 1 if not.
  */
@@ -44,6 +46,7 @@
 #define TICK_NS 2000u      /* the clock's step */
 #define MSG_LEN 16384u     /* a sender's message */
 #define VICTIM_EVERY_NS 200000u
+#define LIGHT_EVERY_NS 50000000u
 #define RING (64u << 10)   /* each flow's ring */
 #define MAX_SENDERS 4096
 
@@ -100,10 +103,12 @@ struct node {
     struct fifo inbox;        /* senders: ACKs arrived, not yet seen by the process */
     uint64_t next_run;        /* senders: when the process next has a CPU */
     int asleep;               /* senders: had nothing to do; a packet wakes it */
+    uint64_t next_light;      /* light peers: when the next message is due (less its phase) */
 };
 
 static struct node *nodes;
-static int nsize; /* ranks: 0 the receiver, 1..n senders, n + 1 the victim */
+/* ranks: 0 the receiver, 1..n senders, then nlight light peers, then the victim */
+static int nsize, nlight;
 static uint64_t now = 1000000000ull;
 static uint64_t t_start, stagger_ns, warmup_ns = 20000000ull, cpu_wait_ns;
 static uint64_t rng; /* the CPU waits' xorshift64 state, seeded by each run */
@@ -221,7 +226,7 @@ static void consume(int measuring)
             if (!h)
                 break;
             uint32_t len = FM_REC_LEN(h);
-            if (src == nsize - 1 && len == 8) {
+            if (src == nsize - 1) {
                 struct iovec seg[2];
                 uint64_t sent = 0;
                 int n = fm_ring_segments(&f->ring, r->rd[src], len, seg);
@@ -310,6 +315,17 @@ static void programs_write(struct sim *m)
         }
         if (wrote)
             kick_flow(i);
+    }
+    for (int i = m->nsend + 1; i <= m->nsend + nlight; i++) {
+        struct fm_txflow *f = nodes[i].tx;
+        uint64_t phase = (uint64_t)(i - m->nsend) * LIGHT_EVERY_NS / (uint64_t)nlight;
+        if (now >= (nodes[i].next_light ? nodes[i].next_light : t_start) + phase && on_cpu(i) && fm_ring_room(&f->ring, 8) >= 8) {
+            struct iovec v = {&now, 8};
+            fm_ring_write(&f->ring, FM_REC_DATA, &v, 1, 8);
+            kick_flow(i);
+            nodes[i].next_light =
+                (nodes[i].next_light ? nodes[i].next_light : t_start) + LIGHT_EVERY_NS;
+        }
     }
     struct fm_txflow *f = nodes[nsize - 1].tx;
     if (now >= m->next_victim && !victim_waits && on_cpu(nsize - 1) &&
@@ -441,7 +457,7 @@ static void figures(const struct sim *m, double secs, struct figures *fig)
 static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint64_t ack_ns,
                 struct figures *fig)
 {
-    nsize = nsend + 2;
+    nsize = nsend + nlight + 2;
     victim_waits = 0;
     nodes = calloc((size_t)nsize, sizeof(*nodes));
     nodes[0].rx = calloc((size_t)nsize, sizeof(*nodes[0].rx));
@@ -470,7 +486,7 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
     }
     figures(&m, (double)(t_end - t_meas) / 1e9, fig);
     fig->receiver_cpu_pct = 100.0 * (double)receiver_ns / (double)(t_end - t_meas);
-    fig->sender_wakeups_per_ms = (double)sender_runs / nsend / (double)ms;
+    fig->sender_wakeups_per_ms = (double)sender_runs / (nsize - 2) / (double)ms;
     receiver_ns = 0;
     sender_runs = 0;
     measuring_cpu = 0;
@@ -494,7 +510,7 @@ static void run(int nsend, uint64_t ms, double rate_mbit, uint64_t buffer, uint6
 static void usage(void)
 {
     fprintf(stderr, "usage: incast_sim [--senders 8,32,...] [--ms M] [--warmup-ms M] "
-                    "[--rate MBIT] [--buffer BYTES] [--ack-us US] [--stagger-us US] "
+                    "[--light N] [--rate MBIT] [--buffer BYTES] [--ack-us US] [--stagger-us US] "
                     "[--cpu-wait-us US] [--json] [--quick]\n");
     exit(2);
 }
@@ -515,6 +531,9 @@ int main(int argc, char **argv)
             json = 1;
         } else if (!strcmp(argv[i], "--senders") && v) {
             snprintf(list, sizeof(list), "%s", v);
+            i++;
+        } else if (!strcmp(argv[i], "--light") && v) {
+            nlight = atoi(v);
             i++;
         } else if (!strcmp(argv[i], "--ms") && v) {
             ms = strtoull(v, NULL, 10);
@@ -541,7 +560,7 @@ int main(int argc, char **argv)
             usage();
         }
     }
-    if (!ms || rate <= 0 || buffer < 3000)
+    if (!ms || rate <= 0 || buffer < 3000 || nlight < 0 || nlight > MAX_SENDERS)
         usage();
     char check[sizeof(list)];
     memcpy(check, list, sizeof(list));
@@ -550,10 +569,10 @@ int main(int argc, char **argv)
             usage(); /* before any output */
     if (!json)
         printf("# incast simulated: a %.0f Mbit/s port with a %llu-byte buffer, %llu ms measured "
-           "after %llu ms, ACK path %llu us, senders wait %llu us for a CPU\n",
+           "after %llu ms, ACK path %llu us, senders wait %llu us for a CPU, %d light peers\n",
            rate, (unsigned long long)buffer, (unsigned long long)ms,
            (unsigned long long)(warmup_ns / 1000000), (unsigned long long)ack_us,
-           (unsigned long long)(cpu_wait_ns / 1000));
+           (unsigned long long)(cpu_wait_ns / 1000), nlight);
     if (!json)
         printf("%8s %8s %9s %9s %9s %7s %8s %8s %10s %10s %8s %8s\n", "senders", "goodput",
                "queue_kb", "qmax_kb", "qmax_ms", "drops%", "min/max", "starved", "victim_p50",
@@ -566,13 +585,14 @@ int main(int argc, char **argv)
         struct figures f;
         run(n, ms, rate, buffer, ack_us * 1000, &f);
         if (json)
-            printf("{\"test\": \"incast_sim\", \"senders\": %d, \"ms\": %llu, \"rate_mbit\": "
+            printf("{\"test\": \"incast_sim\", \"senders\": %d, \"light\": %d, \"ms\": %llu, "
+                   "\"rate_mbit\": "
                    "%.0f, \"buffer\": %llu, \"cpu_wait_us\": %llu, \"goodput\": %.4f, "
                    "\"queue_kb\": %.1f, "
                    "\"queue_max_kb\": %.1f, \"drops_pct\": %.3f, \"minmax\": %.3f, "
                    "\"starved\": %d, \"victim_p50_us\": %.0f, \"victim_p99_us\": %.0f, "
                    "\"receiver_cpu_pct\": %.1f, \"sender_wakeups_per_ms\": %.2f}\n",
-                   n, (unsigned long long)ms, rate, (unsigned long long)buffer,
+                   n, nlight, (unsigned long long)ms, rate, (unsigned long long)buffer,
                    (unsigned long long)(cpu_wait_ns / 1000), f.goodput,
                    f.q_mean_kb, f.q_max_kb, f.drops_pct, f.fairness, f.starved, f.victim_p50_us,
                    f.victim_p99_us, f.receiver_cpu_pct, f.sender_wakeups_per_ms);

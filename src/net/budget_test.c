@@ -34,7 +34,7 @@ static int epoch(struct fm_net *net, struct fm_session **s, int n, uint64_t *now
 {
     *now += EPOCH_NS;
     for (int i = 1; i <= n; i++)
-        fm_budget_on_data(net, s[i], PAYLOAD, *now);
+        fm_budget_on_data(net, s[i], PAYLOAD, 0, *now);
     int granted = 0;
     for (int i = 1; i <= n; i++) {
         uint32_t g = fm_budget_grant(net, s[i]);
@@ -112,7 +112,7 @@ int main(void)
     for (int e = 0; e < 4; e++) {
         now += EPOCH_NS;
         for (int i = 1; i <= SENDERS / 2; i++) /* half the DATA of before */
-            fm_budget_on_data(net, s[i], PAYLOAD, now);
+            fm_budget_on_data(net, s[i], PAYLOAD, 0, now);
         for (int i = 1; i <= SENDERS; i++)
             fm_budget_granted(net, s[i], fm_budget_grant(net, s[i]));
     }

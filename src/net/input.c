@@ -409,7 +409,7 @@ static int train_next(struct fm_net *net, const unsigned char *pkt, size_t len,
     }
     net->nc[FM_NC_RX_PACKETS]++;
     net->nc[FM_NC_RX_BYTES] += len;
-    fm_budget_on_data(net, s, len, now);
+    fm_budget_on_data(net, s, len, (h->flags & FM_HDR_ALONE) != 0, now);
     *why = on_sequenced(net, s, h, pkt + hlen, 1);
     s->t_busy = now;
     mark_pending(net, s);
@@ -583,7 +583,7 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
             goto drop;
         }
         if (h.op == FM_OP_DATA) {
-            fm_budget_on_data(net, s, len, now);
+            fm_budget_on_data(net, s, len, (h.flags & FM_HDR_ALONE) != 0, now);
             if ((h.flags & FM_HDR_CREDIT) && (h.flags & FM_HDR_ACK_VALID)) {
                 struct fm_wire_data d;
                 memcpy(&d, pl, sizeof(d));

@@ -29,7 +29,10 @@ void fm_pkt_init(struct fm_net *net, struct fm_session *s, struct fm_pkt_out *p,
     p->hdr.dst_rank = s->named ? FM_WIRE_NAMED : (uint32_t)s->rank;
     p->hdr.src_epoch = net->p.epoch;
     p->hdr.dst_epoch = s->peer_epoch;
-    if (s->rcv_known) {
+    /* Not on a HELLO or HELLO_ACK: the handshake's receiver takes no
+     * acknowledgement from them, and a first message, acknowledged only
+     * there, waited for its retransmission timeout. */
+    if (s->rcv_known && op != FM_OP_HELLO && op != FM_OP_HELLO_ACK) {
         if ((s->ack_now || s->unacked) && op != FM_OP_ACK && fm_budget_news(net, s))
             s->grant_due = 1;
         p->hdr.flags |= FM_HDR_ACK_VALID;
@@ -77,6 +80,8 @@ static void build_sequenced(struct fm_net *net, struct fm_session *s, uint32_t q
         struct fm_txflow *f = s->txf[e->flow];
         p->sub.data = (struct fm_wire_data){.flow = f->id, .pos = e->pos};
         p->sub_len = sizeof(p->sub.data);
+        if (e->alone)
+            p->hdr.flags |= FM_HDR_ALONE;
         uint64_t off = e->pos & (f->ring.size - 1);
         uint64_t first = FM_MIN((uint64_t)e->len, f->ring.size - off);
         p->bytes[0] = f->ring.data + off;
@@ -630,11 +635,19 @@ static int session_output(struct fm_net *net, struct fm_session *s, struct fm_pk
     if (s->t_ends_due && !hold && data_waits(s))
         n += stopped_ends(net, s, pkts + n, max - n, now);
     if (!hold) {
+        /* Alone: from idle, and all the session had to send (a request or
+         * a reply). A sender held back by its grant or window, sending a
+         * packet at a time from idle, is not alone: the receiver's budget
+         * counts it as a sender (budget.c). */
         int first = n;
         n += new_data(net, s, pkts + n, max - n, gather, now, small_lead(pkts, n));
-        for (int i = first; idle && i < n; i++)
-            if (pkts[i].hdr.op == FM_OP_DATA)
+        int alone = idle && n > first && !has_new_data(s);
+        for (int i = first; alone && i < n; i++) {
+            if (pkts[i].hdr.op == FM_OP_DATA) {
                 pkts[i].hdr.flags |= FM_HDR_ALONE;
+                txent_at(s, pkts[i].hdr.seq)->alone = 1;
+            }
+        }
     }
     if (s->nlive)
         s->next_live = (s->next_live + 1) % s->nlive;

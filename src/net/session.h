@@ -83,6 +83,7 @@ struct txent {
     uint8_t rail;    /* the local rail of its last transmission */
     uint8_t counted; /* DATA: its bytes count in that rail's inflight */
     uint8_t rs_busy; /* DATA: that rail had a backlog when it left (a rate sample) */
+    uint8_t alone;   /* DATA: marked alone (FM_HDR_ALONE), and so is each copy */
     uint32_t t_prev, t_next; /* neighbours in the send-time list (loss.c) */
 };
 
@@ -456,16 +457,18 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
 #define BUDGET_TURN_PEERS 32
 /* A round trip was measured: the smallest recent one sizes the budget. */
 void fm_budget_rtt(struct fm_net *net, uint64_t rtt, uint64_t now);
-/* DATA arrived from s: it is an active sender, and its bytes count. The
- * common case inline: a sender already counted in the current epoch. */
-void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, uint64_t now);
+/* DATA arrived from s: its bytes count, and unless it came alone (a lone
+ * request or reply, FM_HDR_ALONE), s is an active sender. The common case
+ * inline: a sender already counted in the current epoch. */
+void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, int alone,
+                     uint64_t now);
 static inline void fm_budget_on_data(struct fm_net *net, struct fm_session *s, size_t len,
-                                     uint64_t now)
+                                     int alone, uint64_t now)
 {
     if (s->active_epoch == net->epoch && now - net->t_epoch < net->epoch_ns)
         net->rx_bytes += len;
     else
-        fm_budget_epoch(net, s, len, now);
+        fm_budget_epoch(net, s, len, alone, now);
 }
 /* Grants that say: wait for your turn, with one packet in flight (its ACK
  * brings the turn), or, when the waiting ones' packets would be more than

@@ -55,9 +55,11 @@ enum fm_wire_op {
                                     sender's own, since a flow is never 4 GiB ahead) */
 #define FM_HDR_SIDE_PORT 0x0008u /* sent from a socket of its own, connected to the receiver:
                                     its source port is not the sender's address */
-#define FM_HDR_ALONE 0x0010u     /* DATA: the sender had nothing else in flight (a request or a
-                                    reply): its receiver may hold the acknowledgement until
-                                    the message is whole and the program had a turn */
+#define FM_HDR_ALONE 0x0010u     /* DATA: the sender had nothing else in flight and nothing
+                                    more to send (a request or a reply; copies keep it): its
+                                    receiver may hold the acknowledgement until the message
+                                    is whole and the program had a turn, and does not count
+                                    it as a sender (budget.c) */
 #define FM_HDR_ECHO 0x0020u      /* ACK: `seq` names the packet whose arrival it answers
                                     (the last sequenced one since the previous ACK): the
                                     sender times its round trip from it */
