@@ -236,7 +236,13 @@ void fm_budget_epoch(struct fm_net *net, struct fm_session *s, size_t len, int a
 
 int fm_budget_news(const struct fm_net *net, const struct fm_session *s)
 {
-    return s->in_recent && (!s->grant_told || grant_news(s->grant_given, fm_budget_grant(net, s)));
+    if (s->in_recent)
+        return !s->grant_told || grant_news(s->grant_given, fm_budget_grant(net, s));
+    /* A client told a share or no limit before senders began to take turns
+     * hears of them once: its replies acknowledge, but carry no grant, and
+     * it went on sending whole requests into the crowded port (a review). */
+    return s->grant_told && s->grant_given != FM_GRANT_TRICKLE &&
+           fm_budget_grant(net, s) == FM_GRANT_TRICKLE;
 }
 
 void fm_budget_tick(struct fm_net *net, uint64_t now)

@@ -3,7 +3,7 @@
  * many hold a share adapts; the ones waiting keep a packet in flight, or,
  * when those packets would be more than the budget, send nothing but a
  * small message, stay listed while quiet, and are called back when their
- * turn comes. */
+ * turn comes. A client (its DATA alone) is no sender. */
 #include "net/session.h"
 #include "testing/fmtest.h"
 
@@ -16,7 +16,7 @@
 static struct fm_net *make(void)
 {
     struct fm_net_params p = {
-        .rank = 0, .size = SENDERS + 1, .epoch = 0x1234u, .ring_size = 1 << 16,
+        .rank = 0, .size = SENDERS + 2, .epoch = 0x1234u, .ring_size = 1 << 16,
         .payload = PAYLOAD, .timeout_ns = 2000000000ull, .rto_min_ns = 1000000,
         .rto_max_ns = 200000000, .ack_delay_ns = 200000, .nrails = 1,
         .rail_heartbeat_ns = 3000000,
@@ -105,6 +105,26 @@ int main(void)
         if (fm_budget_grant(net, s[i]) == FM_GRANT_PAUSE)
             w = i;
     CHECK(w > 0);
+
+    /* A client whose DATA comes alone is not listed; while senders take
+     * turns it may have one packet in flight, and if it was told a share
+     * or no limit before, it hears of the turns once. One with more to
+     * send than that packet sends it not alone, and is counted. */
+    struct fm_session *c = fm_session_get(net, SENDERS + 1);
+    CHECK(c != NULL);
+    c->state = S_UP;
+    fm_budget_granted(net, c, 0);
+    c->grant_told = 1;
+    fm_budget_on_data(net, c, 8, 1, now);
+    CHECK(!c->in_recent);
+    CHECK_EQ(fm_budget_grant(net, c), FM_GRANT_TRICKLE);
+    CHECK(fm_budget_news(net, c));
+    fm_budget_granted(net, c, FM_GRANT_TRICKLE);
+    CHECK(!fm_budget_news(net, c));
+    fm_budget_on_data(net, c, 8, 1, now + 1);
+    CHECK(!c->in_recent);
+    fm_budget_on_data(net, c, PAYLOAD, 0, now + 2);
+    CHECK(c->in_recent);
 
     /* DATA below its peak rate (the senders with a share do not fill the
      * port): one more at once each epoch. A loss at the full rate: fewer,

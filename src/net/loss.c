@@ -278,7 +278,7 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
         for (uint32_t q = s->snd_una; q != ack; q++) {
             struct txent *e = txent_at(s, q);
             struct sess_rail *sr = &s->rail[e->rail];
-            if (copy_known(s, e, now))
+            if (!e->sacked && copy_known(s, e, now)) /* judged once, when first known */
                 rack_delivered(sr, e, q);
             fm_rail_acked(s, e, now);
             if (!e->sacked) {
@@ -332,8 +332,9 @@ void fm_loss_on_ack(struct fm_net *net, struct fm_session *s, uint32_t ack,
     memcpy(s->sack_seen, seen, sizeof(seen[0]) * (size_t)nseen);
     s->nsack_seen = (uint8_t)nseen;
     s->sack_cut = a->nsack == FM_WIRE_SACK_MAX;
-    if (s->sack_cut)
-        s->sack_end = sack[a->nsack - 1].first + sack[a->nsack - 1].count;
+    if (s->sack_cut) /* as far as the last range was taken: none, nothing listed */
+        s->sack_end = seen[nseen - 1].count ? seen[nseen - 1].first + seen[nseen - 1].count
+                                            : s->snd_una;
     fm_loss_detect(net, s, now);
     check_list(s);
     /* What the ACK brought may be due sooner: a packet it passed, the tail
