@@ -339,6 +339,24 @@ static void test_faulty_stream(const char *spec, uint64_t total)
         CHECK(nc[FM_NC_RETX_TIMEOUT] + nc[FM_NC_RETX_FAST] > 0);
 }
 
+/* test_faulty_stream of `bytes` under the faults `loss` with each seed in
+ * [first, end): each within max_ns of the fake clock and max_timeouts
+ * retransmission timeouts. */
+static void lossy_streams(const char *loss, int first, int end, uint64_t bytes,
+                          uint64_t max_ns, uint64_t max_timeouts)
+{
+    for (int seed = first; seed < end; seed++) {
+        char spec[96];
+        snprintf(spec, sizeof(spec), "%s,seed=%d", loss, seed);
+        uint64_t t0 = now;
+        test_faulty_stream(spec, bytes);
+        CHECK(now - t0 < max_ns);
+        uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+        fm_net_counters(sides[0].net, nc, dr);
+        CHECK(nc[FM_NC_RETX_TIMEOUT] < max_timeouts);
+    }
+}
+
 /* Heavy loss in a window of thousands of packets: the receiver holds more
  * ranges than one ACK lists, and those that come into the list as holes
  * below them close were delivered long before. Timed as round trips they
@@ -347,13 +365,7 @@ static void test_faulty_stream(const char *spec, uint64_t total)
  * clock; 8-20 ms once only listed deliveries were timed). */
 static void test_heavy_loss_wide_window(void)
 {
-    for (int seed = 10; seed < 16; seed++) {
-        char spec[64];
-        snprintf(spec, sizeof(spec), "drop=0.06,corrupt=0.03,seed=%d", seed);
-        uint64_t t0 = now;
-        test_faulty_stream(spec, 16u << 20);
-        CHECK(now - t0 < 50000000);
-    }
+    lossy_streams("drop=0.06,corrupt=0.03", 10, 16, 16u << 20, 50000000, UINT64_MAX);
 }
 
 /* A sixth of the packets lost each way, ACKs too, in a window of thousands:
@@ -367,16 +379,7 @@ static void test_heavy_loss_wide_window(void)
  * of the fake clock and 69-450 timeouts each; now 6-23 ms and 5-14. */
 static void test_heavy_loss_both_ways(void)
 {
-    for (int seed = 20; seed < 32; seed++) {
-        char spec[64];
-        snprintf(spec, sizeof(spec), "drop=0.15,reorder=0.1,seed=%d", seed);
-        uint64_t t0 = now;
-        test_faulty_stream(spec, 4u << 20);
-        CHECK(now - t0 < 30000000);
-        uint64_t nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
-        fm_net_counters(sides[0].net, nc, dr);
-        CHECK(nc[FM_NC_RETX_TIMEOUT] < 30);
-    }
+    lossy_streams("drop=0.15,reorder=0.1", 20, 32, 4u << 20, 30000000, 30);
 }
 
 /* Writes one len-byte message of the pattern `seed` from stream byte *sent. */
