@@ -132,6 +132,60 @@ static void case_order_many(void)
 }
 
 /*
+ * Many sending endpoints, one receiving endpoint: rank 1 opens MANY_EPS
+ * endpoints and sends from each in turn, some messages larger than a
+ * quarter of a small ring (their flows end and successors with larger
+ * rings follow, each found behind its predecessor). Each endpoint's
+ * messages arrive whole and in order.
+ */
+#define MANY_EPS 40
+#define MANY_ROUNDS 30
+static size_t many_len(uint32_t round) { return round % 5 == 4 ? 12000 : 8 + round; }
+
+static void case_many_endpoints(void)
+{
+    static unsigned char buf[16384];
+    if (rank == 1) {
+        fm_ep *eps[MANY_EPS];
+        for (uint32_t e = 0; e < MANY_EPS; e++)
+            CHECK_RC(fm_ep_open(ctx, 100 + e, &eps[e]), 0);
+        for (uint32_t r = 0; r < MANY_ROUNDS; r++) {
+            for (uint32_t e = 0; e < MANY_EPS; e++) {
+                size_t len = many_len(r);
+                for (size_t i = 0; i < len; i++)
+                    buf[i] = (unsigned char)(e * 7 + r + i);
+                memcpy(buf, &e, 4);
+                memcpy(buf + 4, &r, 4);
+                CHECK_EQ(fmt_send_all(eps[e], fm_addr_of(ctx, 0, CH), buf, len), 1);
+            }
+        }
+        barrier(); /* the receiver has everything: the endpoints may go */
+        for (uint32_t e = 0; e < MANY_EPS; e++)
+            CHECK_RC(fm_ep_close(eps[e]), 0);
+    } else if (rank == 0) {
+        uint32_t next[MANY_EPS] = {0};
+        for (uint32_t k = 0; k < MANY_EPS * MANY_ROUNDS; k++) {
+            fm_addr src;
+            long n = fmt_recv_copy(ep, buf, sizeof(buf), &src);
+            uint32_t e, r;
+            CHECK(n >= 8);
+            memcpy(&e, buf, 4);
+            memcpy(&r, buf + 4, 4);
+            CHECK(e < MANY_EPS);
+            CHECK_EQ(src, fm_addr_of(ctx, 1, 100 + e));
+            CHECK_EQ(r, next[e]);
+            CHECK_EQ((size_t)n, many_len(r));
+            for (size_t i = 8; i < (size_t)n; i++)
+                CHECK_EQ(buf[i], (unsigned char)(e * 7 + r + i));
+            next[e]++;
+        }
+        barrier();
+    } else {
+        barrier();
+    }
+}
+
+/*
  * Partial sends: with a small ring, one fm_send of a large gathered buffer
  * takes a prefix; the rest goes as further messages and the receiver
  * reassembles the exact bytes. Wrap-around splits some messages in two.
@@ -1518,6 +1572,7 @@ static const struct {
     {"invalid", case_invalid},     {"kill", case_kill}, {"peer_killed", case_peer_killed},
     {"lost_order", case_lost_order}, {"grant_abandoned", case_grant_abandoned},
     {"parked_departed", case_parked_departed}, {"send_only", case_send_only},
+    {"many_endpoints", case_many_endpoints},
     {"quiet_pingpong", case_quiet_pingpong},
     {"finalize", case_finalize},   {"wait_idle", case_wait_idle},
     {"wait_unacked", case_wait_unacked}, {"hung", case_hung},

@@ -70,15 +70,63 @@ struct udp_rx {
     struct fm_rx rx;
     fm_ep *ep;
     struct udp_rx *next, **pprev;
+    struct udp_rx *hnext, **hpprev; /* its bucket of udp_ep's index */
     /* Later flows of the same sending endpoint (rings that grew or shrank),
      * chained by successor: each is read after the one before it ends. */
     struct fm_rxflow *waiting;
 };
 
-/* What an endpoint has here: the rings of the flows it receives. */
+/* What an endpoint has here: the rings of the flows it receives, and an
+ * index of them by sending endpoint, one ring each (a later flow of the
+ * same sender waits behind it): walking the list to find a new flow's
+ * predecessor cost 20 us a flow at a thousand peers. */
 struct udp_ep {
     struct udp_rx *rings;
+    struct udp_rx **bucket;
+    uint32_t nbuckets; /* a power of two, more than nrings; 0 before the first */
+    uint32_t nrings;
 };
+
+static struct udp_rx **bucket_of(const struct udp_ep *ue, fm_addr src)
+{
+    uint64_t h = (uint64_t)src * 0x9E3779B97F4A7C15ull;
+    return &ue->bucket[(h >> 32) & (ue->nbuckets - 1)];
+}
+
+static void index_put(struct udp_ep *ue, struct udp_rx *u)
+{
+    struct udp_rx **b = bucket_of(ue, u->rx.src);
+    u->hnext = *b;
+    u->hpprev = b;
+    if (*b)
+        (*b)->hpprev = &u->hnext;
+    *b = u;
+}
+
+static void index_del(struct udp_ep *ue, struct udp_rx *u)
+{
+    *u->hpprev = u->hnext;
+    if (u->hnext)
+        u->hnext->hpprev = u->hpprev;
+    ue->nrings--;
+}
+
+/* Room in the index for one more ring: 0, or FM_ENOMEM. */
+static int index_reserve(struct udp_ep *ue)
+{
+    if (ue->nrings + 1 < ue->nbuckets)
+        return 0;
+    uint32_t n = ue->nbuckets ? 2 * ue->nbuckets : 16;
+    struct udp_rx **b = calloc(n, sizeof(*b));
+    if (!b)
+        return FM_ENOMEM;
+    free(ue->bucket);
+    ue->bucket = b;
+    ue->nbuckets = n;
+    for (struct udp_rx *u = ue->rings; u; u = u->next)
+        index_put(ue, u);
+    return 0;
+}
 
 static struct udp_rx *udp_rx_of(struct fm_rx *rx)
 {
@@ -347,7 +395,8 @@ static void drop_chain(struct udp_link *nl, struct fm_rxflow *f)
  * ep_close takes it). Returns 0 or FM_ENOMEM. */
 static int attach(fm_ep *ep, struct fm_rxflow *f)
 {
-    struct udp_rx *u = calloc(1, sizeof(*u));
+    struct udp_ep *ue = fm_core_ep_state(ep, &fm_udp_link);
+    struct udp_rx *u = index_reserve(ue) == 0 ? calloc(1, sizeof(*u)) : NULL;
     if (!u)
         return FM_ENOMEM;
     u->rx.ring = f->ring;
@@ -363,12 +412,13 @@ static int attach(fm_ep *ep, struct fm_rxflow *f)
     u->ep = ep;
     u->waiting = f->successor;
     f->successor = NULL;
-    struct udp_ep *ue = fm_core_ep_state(ep, &fm_udp_link);
     u->next = ue->rings;
     u->pprev = &ue->rings;
     if (ue->rings)
         ue->rings->pprev = &u->next;
     ue->rings = u;
+    index_put(ue, u);
+    ue->nrings++;
     f->owner = u;
     return 0;
 }
@@ -378,7 +428,9 @@ static int attach(fm_ep *ep, struct fm_rxflow *f)
 static struct fm_rxflow **predecessor(struct udp_ep *ue, const struct fm_rxflow *f)
 {
     fm_addr src = fm_addr_make(f->src_rank, f->src_channel);
-    for (struct udp_rx *u = ue->rings; u; u = u->next)
+    if (!ue->nbuckets)
+        return NULL;
+    for (struct udp_rx *u = *bucket_of(ue, src); u; u = u->hnext)
         if (u->rx.src == src) {
             struct fm_rxflow **p = &u->waiting;
             while (*p)
@@ -687,6 +739,7 @@ static void udp_ep_close(fm_ctx *ctx, void *state, fm_ep *ep, void *ep_state)
         free(u);
     }
     pthread_mutex_unlock(&nl->lock);
+    free(ue->bucket);
     free(ue);
 }
 
@@ -701,6 +754,7 @@ static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
     *u->pprev = u->next;
     if (u->next)
         u->next->pprev = u->pprev;
+    index_del(fm_core_ep_state(u->ep, &fm_udp_link), u);
     struct fm_rxflow *f = rx->link_rx;
     if (f->cut) {
         drop_chain(nl, u->waiting);
