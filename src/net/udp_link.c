@@ -103,12 +103,11 @@ static void index_put(struct udp_ep *ue, struct udp_rx *u)
     *b = u;
 }
 
-static void index_del(struct udp_ep *ue, struct udp_rx *u)
+static void index_del(struct udp_rx *u)
 {
     *u->hpprev = u->hnext;
     if (u->hnext)
         u->hnext->hpprev = u->hpprev;
-    ue->nrings--;
 }
 
 /* Room in the index for one more ring: 0, or FM_ENOMEM. */
@@ -754,7 +753,9 @@ static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
     *u->pprev = u->next;
     if (u->next)
         u->next->pprev = u->pprev;
-    index_del(fm_core_ep_state(u->ep, &fm_udp_link), u);
+    struct udp_ep *ue = fm_core_ep_state(u->ep, &fm_udp_link);
+    index_del(u);
+    ue->nrings--;
     struct fm_rxflow *f = rx->link_rx;
     if (f->cut) {
         drop_chain(nl, u->waiting);
