@@ -343,6 +343,61 @@ static void case_held(void)
     }
 }
 
+/* A message read in place holds `len` bytes of pattern `seed`. */
+static void check_held(const struct iovec *seg, int nseg, uint64_t seed, size_t len)
+{
+    size_t off = 0;
+    for (int s = 0; s < nseg; s++)
+        for (size_t k = 0; k < seg[s].iov_len; k++, off++)
+            if (((const unsigned char *)seg[s].iov_base)[k] != fmt_pattern(seed, off))
+                fmt_fail(__FILE__, __LINE__, "byte %zu of a held message differs", off);
+    CHECK_EQ(off, len);
+}
+
+/*
+ * A message held while its ring ends: over the network, a message larger
+ * than a quarter of the flow's small ring ends the flow (its successor
+ * gets a larger one), and the successor is read once the ended ring is read
+ * and released. The receiver holds the first message through the end, for
+ * a while, then releases it: the second must come.
+ */
+static void case_held_grow(void)
+{
+    enum { SMALL = 100, LARGE = 24 << 10 };
+    /* First a round trip: then the sender knows how far a ring may grow. */
+    if (rank == 0) {
+        send_pattern(1, 6, 1);
+        expect_msg(1, 6, 1);
+        send_pattern(1, 7, SMALL);
+        send_pattern(1, 8, LARGE);
+    } else if (rank == 1) {
+        expect_msg(0, 6, 1);
+        send_pattern(0, 6, 1);
+        struct iovec seg[2][FM_SEGS_MAX];
+        int nseg[2], got = 0;
+        ssize_t len[2];
+        uint64_t t0 = now_ns();
+        while (got < 2 && now_ns() - t0 < 300000000u) {
+            len[got] = fm_recv(ep, seg[got], &nseg[got], NULL);
+            if (len[got] == FM_EAGAIN)
+                fm_wait(ep, 10);
+            else
+                CHECK(len[got++] > 0);
+        }
+        CHECK(got >= 1);
+        CHECK_EQ(len[0], SMALL);
+        check_held(seg[0], nseg[0], 7, SMALL);
+        if (got == 2) {
+            CHECK_EQ(len[1], LARGE);
+            check_held(seg[1], nseg[1], 8, LARGE);
+        }
+        for (int i = 0; i < got; i++)
+            CHECK_RC(fm_recv_done(ep), 0);
+        if (got == 1)
+            expect_msg(0, 8, LARGE);
+    }
+}
+
 /* A receiver that does not read: the sender gets FM_EAGAIN after a bounded
  * amount, nothing is lost, and fm_wait wakes the sender when space frees. */
 static void case_backpressure(void)
@@ -1579,6 +1634,7 @@ static const struct {
 } cases[] = {
     {"pingpong", case_pingpong},   {"order_many", case_order_many},
     {"partial_wrap", case_partial_wrap}, {"mixed", case_mixed}, {"held", case_held},
+    {"held_grow", case_held_grow},
     {"backpressure", case_backpressure}, {"wait_parts", case_wait_parts},
     {"zero_length", case_zero_length},
     {"prepare", case_prepare},     {"channels", case_channels},

@@ -58,8 +58,16 @@ struct fm_rx {
     uint32_t nheld;     /* messages read from it but not yet released */
     uint8_t broken;     /* a header failed validation: the ring is no longer read */
     uint8_t ended;      /* atomic: nothing more comes; retired once read (fm_core_rx_end) */
+    uint8_t announced;  /* set by the link before attaching: it calls fm_core_rx_ready
+                           after what it publishes, and the ring is not polled */
+    uint8_t queued;     /* atomic, announced rings: in the endpoint's ready set */
+    uint8_t await_release; /* the core's: ended and read, retired once released */
+    uint8_t idle_polls;    /* the core's: polls that found it empty in a row */
+    int slot;           /* in the endpoint's attached rings (the core's) */
     int src_rank;       /* the sending process; FM_REC_SRC records give its channel */
     fm_addr src;        /* sending endpoint */
+    struct fm_rx *ready_next; /* the core's: links of the ready set */
+    struct fm_rx *hot_next;
 };
 
 /* An address: rank + 1 in the high word (0 is FM_ADDR_NONE), channel low. */
@@ -145,6 +153,10 @@ int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx);
 /* Nothing more comes into rx: once read and released, the core detaches
  * it and calls the link's retire. */
 void fm_core_rx_end(struct fm_rx *rx);
+/* An announced ring has news: records published, or its end. Puts it in
+ * ep's ready set and wakes ep. Any thread, while rx is attached and
+ * cannot be retired (its link's lock held). */
+void fm_core_rx_ready(fm_ep *ep, struct fm_rx *rx);
 
 /* Wakes ep if it sleeps in fm_wait: something arrived for it from another
  * thread. Valid for an endpoint the link holds an attachment to. */

@@ -101,9 +101,15 @@ struct fm_ep {
     int news_link;
 
     /* receive */
-    struct fm_rx **active; /* rings with a sender, polled round-robin */
+    struct fm_rx **active; /* polled rings (not announced), round-robin */
     int nactive, active_cap;
     int next;              /* where the next poll starts */
+    /* The ready set of announced rings: links push onto `ready_in` (atomic,
+     * a stack); the reader moves it to its own FIFO, `hot`, and visits
+     * those round-robin until found empty. */
+    struct fm_rx *ready_in;
+    struct fm_rx *hot_head, *hot_tail;
+    uint8_t hot_first;     /* the next poll starts with the ready set */
     struct fm_rx **attached; /* rings links attached (fm_core_ep_attach_rx): changed
                                 under ctx->lock, count published last */
     int nattached, attached_cap;

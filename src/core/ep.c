@@ -14,6 +14,9 @@
  * has to retry (the check itself is rate-limited by FM_PEER_CHECK_MS). */
 #define SENDS_PER_CHECK 4096
 
+/* Polls that find a ring of the ready set empty before it leaves the set. */
+#define LINGER_POLLS 64
+
 /* ---- opening and closing ------------------------------------------------ */
 
 static void drop_route(fm_ep *ep, struct fm_route *rt, int closing)
@@ -175,6 +178,7 @@ static int attach_locked(fm_ep *ep, struct fm_rx *rx)
     }
     /* Its link's state, for releasing and retiring without a search. */
     rx->link_state = ep->ctx->link_state[fm_link_index(rx->link)];
+    rx->slot = ep->nattached;
     ep->attached[ep->nattached] = rx;
     __atomic_store_n(&ep->nattached, ep->nattached + 1, __ATOMIC_RELEASE);
     return 0;
@@ -200,6 +204,24 @@ int fm_core_ep_attach_rx(fm_ep *ep, struct fm_rx *rx)
 }
 
 void fm_core_rx_end(struct fm_rx *rx) { __atomic_store_n(&rx->ended, 1, __ATOMIC_RELEASE); }
+
+/*
+ * The ready set's mark: the link publishes records, then sets the mark; the
+ * reader clears it, then reads the ring once more (settle). Both are
+ * exchanges, so one of them reads the other's value: the link's 0 (it puts
+ * the ring in the set), or the reader's 1, and with it the records.
+ */
+void fm_core_rx_ready(fm_ep *ep, struct fm_rx *rx)
+{
+    if (!__atomic_exchange_n(&rx->queued, 1, __ATOMIC_ACQ_REL)) {
+        struct fm_rx *head = __atomic_load_n(&ep->ready_in, __ATOMIC_RELAXED);
+        do
+            rx->ready_next = head;
+        while (!__atomic_compare_exchange_n(&ep->ready_in, &head, rx, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED));
+    }
+    fm_core_wake(ep);
+}
 
 fm_ctx *fm_core_ep_ctx(const fm_ep *ep) { return ep->ctx; }
 uint32_t fm_core_ep_channel(const fm_ep *ep) { return ep->channel; }
@@ -240,7 +262,43 @@ void fm_core_wake(fm_ep *ep)
     }
 }
 
-/* Rings attached since the last call join ep's polling. */
+/* ---- the ready set of announced rings (only the reader's thread) ---- */
+
+static void hot_append(fm_ep *ep, struct fm_rx *rx)
+{
+    rx->hot_next = NULL;
+    if (ep->hot_tail)
+        ep->hot_tail->hot_next = rx;
+    else
+        ep->hot_head = rx;
+    ep->hot_tail = rx;
+}
+
+static struct fm_rx *hot_pop(fm_ep *ep)
+{
+    struct fm_rx *rx = ep->hot_head;
+    ep->hot_head = rx->hot_next;
+    if (!ep->hot_head)
+        ep->hot_tail = NULL;
+    return rx;
+}
+
+/* What links pushed joins the reader's FIFO, oldest news first. */
+static void take_ready_in(fm_ep *ep)
+{
+    struct fm_rx *rx = __atomic_exchange_n(&ep->ready_in, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+    while (rx) {
+        struct fm_rx *next = rx->ready_next;
+        rx->ready_next = fifo;
+        fifo = rx;
+        rx = next;
+    }
+    for (; fifo; fifo = fifo->ready_next)
+        hot_append(ep, fifo);
+}
+
+/* Rings attached since the last call join ep's polling, or its ready set
+ * (they may hold messages the link announced before they were adopted). */
 static void adopt_attached(fm_ep *ep)
 {
     fm_ctx *ctx = ep->ctx;
@@ -255,8 +313,13 @@ static void adopt_attached(fm_ep *ep)
         ep->active = a;
         ep->active_cap = want;
     }
-    while (ep->nadopted < ep->nattached)
-        ep->active[ep->nactive++] = ep->attached[ep->nadopted++];
+    while (ep->nadopted < ep->nattached) {
+        struct fm_rx *rx = ep->attached[ep->nadopted++];
+        if (!rx->announced)
+            ep->active[ep->nactive++] = rx;
+        else if (!__atomic_exchange_n(&rx->queued, 1, __ATOMIC_ACQUIRE))
+            hot_append(ep, rx);
+    }
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -269,12 +332,14 @@ static void detach(fm_ep *ep, struct fm_rx *rx)
     /* rx is among the adopted ones, [0, nadopted): the last adopted one
      * takes its place and the last attached one that, so that both parts
      * stay whole. */
-    for (int i = 0; i < ep->nadopted; i++)
-        if (ep->attached[i] == rx) {
-            ep->attached[i] = ep->attached[--ep->nadopted];
-            ep->attached[ep->nadopted] = ep->attached[--ep->nattached];
-            break;
-        }
+    struct fm_rx *moved = ep->attached[--ep->nadopted];
+    ep->attached[rx->slot] = moved;
+    moved->slot = rx->slot;
+    if (--ep->nattached != ep->nadopted) {
+        moved = ep->attached[ep->nattached];
+        ep->attached[ep->nadopted] = moved;
+        moved->slot = ep->nadopted;
+    }
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -730,34 +795,108 @@ static int retire(fm_ep *ep, struct fm_rx *rx)
     return 1;
 }
 
-/* The next message of any ring, round-robin from where the last one came. */
+/* The next message of the polled rings, round-robin from where the last
+ * one came; sets *retired if a ring left. */
+static ssize_t take_polled(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src, int *retired)
+{
+    int n = ep->nactive;
+    for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
+        struct fm_rx *rx = ep->active[idx];
+        ssize_t len = rx_take(ep, rx, seg, nseg, src);
+        if (len >= 0) {
+            ep->next = idx + 1 == n ? 0 : idx + 1;
+            return len;
+        }
+        if (fm_unlikely(__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) && retire(ep, rx)) {
+            ep->active[idx] = ep->active[--ep->nactive];
+            ep->next = 0;
+            *retired = 1;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/*
+ * A ring of the ready set found empty leaves it, unless news came
+ * meanwhile: it clears its mark first and then looks once more (see
+ * fm_core_rx_ready). An ended ring gets no more news: it is retired now,
+ * or once what is held of it is released.
+ */
+static void settle(fm_ep *ep, struct fm_rx *rx, int *retired)
+{
+    if (__atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE)) {
+        if (fm_ring_peek(&rx->ring, rx->rd))
+            hot_append(ep, rx); /* not taken for want of memory: later */
+        else if (rx->nheld)
+            rx->await_release = 1;
+        else
+            *retired |= retire(ep, rx);
+        return;
+    }
+    __atomic_exchange_n(&rx->queued, 0, __ATOMIC_ACQ_REL);
+    if ((fm_ring_peek(&rx->ring, rx->rd) || __atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE)) &&
+        !__atomic_exchange_n(&rx->queued, 1, __ATOMIC_ACQUIRE))
+        hot_append(ep, rx);
+}
+
+/* The next message of the ready set: its rings in turn, at most one visit
+ * each. A ring stays while it yields messages and for a few polls after
+ * (a peer that sends again soon costs no marking and settling). */
+static ssize_t take_announced(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src,
+                              int *retired)
+{
+    struct fm_rx *last = ep->hot_tail;
+    while (ep->hot_head) {
+        struct fm_rx *rx = hot_pop(ep);
+        ssize_t len = rx_take(ep, rx, seg, nseg, src);
+        if (len >= 0) {
+            rx->idle_polls = 0;
+            hot_append(ep, rx);
+            return len;
+        }
+        if (rx->broken) {
+            /* stays marked, and out */
+        } else if (++rx->idle_polls < LINGER_POLLS &&
+                   !__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) {
+            hot_append(ep, rx);
+        } else {
+            rx->idle_polls = 0;
+            settle(ep, rx, retired);
+        }
+        if (rx == last)
+            break;
+    }
+    return -1;
+}
+
+/* The next message of any ring; the polled rings and the ready set take
+ * turns, message by message. */
 static ssize_t poll_rings(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *src)
 {
     if (fm_unlikely(news_waiting(ep)))
         take_news(ep);
     for (;;) {
+        /* Before adopting: a ring may be announced as soon as attached. */
+        if (__atomic_load_n(&ep->ready_in, __ATOMIC_RELAXED))
+            take_ready_in(ep);
         if (fm_unlikely(ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE)))
             adopt_attached(ep);
-        int n = ep->nactive, retired = 0;
-        for (int k = 0, idx = ep->next; k < n; k++, idx = idx + 1 == n ? 0 : idx + 1) {
-            struct fm_rx *rx = ep->active[idx];
-            ssize_t len = rx_take(ep, rx, seg, nseg, src);
+        int retired = 0, first = ep->hot_first;
+        for (int k = 0; k < 2; k++) {
+            int announced = first ^ k;
+            ssize_t len = announced ? take_announced(ep, seg, nseg, src, &retired)
+                                    : take_polled(ep, seg, nseg, src, &retired);
             if (len >= 0) {
-                ep->next = idx + 1 == n ? 0 : idx + 1;
+                ep->hot_first = !announced;
                 return len;
-            }
-            if (fm_unlikely(__atomic_load_n(&rx->ended, __ATOMIC_RELAXED)) && retire(ep, rx)) {
-                ep->active[idx] = ep->active[--ep->nactive];
-                retired = 1;
-                break;
             }
         }
         if (!retired)
             return -1;
-        /* The order changed, and the link may have attached the retired
-         * ring's successor (a grown flow): look again, or a caller told
-         * "nothing" would report the sender's loss before its last messages. */
-        ep->next = 0;
+        /* The link may have attached the retired ring's successor (a grown
+         * flow): look again, or a caller told "nothing" would report the
+         * sender's loss before its last messages. */
     }
 }
 
@@ -806,6 +945,10 @@ int fm_recv_done(fm_ep *ep)
     rx->nheld--;
     /* With nothing else held in this ring, skipped records go too. */
     rx_release(ep->ctx, rx, rx->nheld ? h.end : rx->rd);
+    if (fm_unlikely(rx->await_release) && !rx->nheld) {
+        rx->await_release = 0;
+        hot_append(ep, rx); /* to be retired at the next poll */
+    }
     return 0;
 }
 
@@ -814,8 +957,23 @@ int fm_recv_done(fm_ep *ep)
 int fm_ep_ready(fm_ep *ep)
 {
     if (news_waiting(ep) || ep->nadopted != __atomic_load_n(&ep->nattached, __ATOMIC_ACQUIRE) ||
-        ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE))
+        ep->lost_seen < __atomic_load_n(&ep->ctx->nlost, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&ep->ready_in, __ATOMIC_ACQUIRE))
         return 1;
+    /* Of the ready set, rings that yielded a message may be empty now. An
+     * ended one read to its end leaves, as a polled one does below. */
+    for (struct fm_rx *rx = ep->hot_head, *prev = NULL, *next; rx; rx = next) {
+        next = rx->hot_next;
+        if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))
+            return 1;
+        if (!__atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE) || !retire(ep, rx)) {
+            prev = rx;
+            continue;
+        }
+        *(prev ? &prev->hot_next : &ep->hot_head) = next;
+        if (ep->hot_tail == rx)
+            ep->hot_tail = prev;
+    }
     for (int i = 0; i < ep->nactive; i++) {
         struct fm_rx *rx = ep->active[i];
         if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))

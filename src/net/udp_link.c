@@ -404,6 +404,7 @@ static int attach(fm_ep *ep, struct fm_rxflow *f)
     u->rx.src_rank = f->src_rank;
     u->rx.src = fm_addr_make(f->src_rank, f->src_channel);
     u->rx.ended = __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE);
+    u->rx.announced = 1; /* up_delivered and up_flow_end */
     if (fm_core_ep_attach_rx(ep, &u->rx) != 0) {
         free(u);
         return FM_ENOMEM;
@@ -563,7 +564,7 @@ static void up_flow_end(void *core, struct fm_rxflow *f)
     struct udp_rx *u = f->owner;
     if (u) {
         fm_core_rx_end(&u->rx);
-        fm_core_wake(u->ep);
+        fm_core_rx_ready(u->ep, &u->rx);
     }
 }
 
@@ -572,7 +573,7 @@ static void up_delivered(void *core, struct fm_rxflow *f)
     (void)core;
     struct udp_rx *u = f->owner;
     if (u)
-        fm_core_wake(u->ep);
+        fm_core_rx_ready(u->ep, &u->rx);
 }
 
 static void up_peer_gone(void *core, int rank, int how)
