@@ -196,19 +196,27 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
          * ended, and the request ends once round: started from slot 0 each
          * time, past FM_NET_MAX_CREDITS flows the same first ones went in
          * every ACK, the request never ended, and a later flow's new
-         * credit never went (its sender stalled for good, a review). */
+         * credit never went (its sender stalled for good, a review). The
+         * round is counted in slots: when each ACK looked at every slot
+         * from where the last stopped, past 2 x FM_NET_MAX_CREDITS flows
+         * no ACK ever reached the end, and one PING brought ACKs without
+         * end (a process answering a peer's heartbeat sent nothing else,
+         * and its other peers took it for lost). Outside the round's slots
+         * a flow goes only with new credit. */
         uint32_t start = all && s->rxf_cap ? s->credit_next % s->rxf_cap : 0;
+        uint32_t round = all ? FM_MIN(s->credit_round, s->rxf_cap) : 0;
         for (uint32_t k = 0; k < s->rxf_cap; k++) {
             uint32_t i = start + k < s->rxf_cap ? start + k : start + k - s->rxf_cap;
             struct fm_rxflow *f = s->rxf[i];
             if (!f)
                 continue;
             uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
-            if (head == f->credited && !all)
+            if (head == f->credited && k >= round)
                 continue;
             if (n == FM_NET_MAX_CREDITS) {
                 s->credit_due = 1; /* the rest in the next ACK */
-                s->credit_all = (uint8_t)all;
+                s->credit_all = k < round;
+                s->credit_round = round - FM_MIN(k, round);
                 s->credit_next = i;
                 break;
             }

@@ -180,7 +180,8 @@ struct fm_session {
     uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */
     uint32_t owed_flow;    /* the one flow that owes it, or FM_FLOW_MANY */
     uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again, */
-    uint32_t credit_next;  /* from this flow slot on, where the last ACK's list ended */
+    uint32_t credit_next;  /* from this flow slot on, where the last ACK's list ended, */
+    uint32_t credit_round; /* for this many slots more */
     uint8_t bye_due, bye_sent, bye_received;
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
     uint32_t grant_given;  /* the grant our last ACK gave the peer */
