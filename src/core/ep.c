@@ -329,16 +329,24 @@ static void detach(fm_ep *ep, struct fm_rx *rx)
 {
     fm_ctx *ctx = ep->ctx;
     pthread_mutex_lock(&ctx->lock);
-    /* rx is among the adopted ones, [0, nadopted): the last adopted one
-     * takes its place and the last attached one that, so that both parts
-     * stay whole. */
-    struct fm_rx *moved = ep->attached[--ep->nadopted];
-    ep->attached[rx->slot] = moved;
-    moved->slot = rx->slot;
-    if (--ep->nattached != ep->nadopted) {
-        moved = ep->attached[ep->nattached];
-        ep->attached[ep->nadopted] = moved;
-        moved->slot = ep->nadopted;
+    /* If rx is among the adopted ones, [0, nadopted), the last adopted one
+     * takes its place; the last attached one fills the hole left, so that
+     * both parts stay whole. */
+    int hole = rx->slot;
+    if (hole < ep->nadopted) {
+        int last = --ep->nadopted;
+        if (last != hole) {
+            ep->attached[hole] = ep->attached[last];
+            ep->attached[hole]->slot = hole;
+        }
+        hole = last;
+    }
+    /* (Not adopted yet: an announced ring that a failed adoption left
+     * out can be read, and retired, from the ready set.) */
+    int last = --ep->nattached;
+    if (last != hole) {
+        ep->attached[hole] = ep->attached[last];
+        ep->attached[hole]->slot = hole;
     }
     pthread_mutex_unlock(&ctx->lock);
 }
@@ -855,6 +863,7 @@ static ssize_t take_announced(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *
             hot_append(ep, rx);
             return len;
         }
+        int was_last = rx == last; /* (settle may retire it: freed) */
         if (rx->broken) {
             /* stays marked, and out */
         } else if (++rx->idle_polls < LINGER_POLLS &&
@@ -864,7 +873,7 @@ static ssize_t take_announced(fm_ep *ep, struct iovec *seg, int *nseg, fm_addr *
             rx->idle_polls = 0;
             settle(ep, rx, retired);
         }
-        if (rx == last)
+        if (was_last)
             break;
     }
     return -1;
@@ -966,12 +975,13 @@ int fm_ep_ready(fm_ep *ep)
         next = rx->hot_next;
         if (!rx->broken && fm_ring_peek(&rx->ring, rx->rd))
             return 1;
+        int tail = ep->hot_tail == rx; /* (retire frees it) */
         if (!__atomic_load_n(&rx->ended, __ATOMIC_ACQUIRE) || !retire(ep, rx)) {
             prev = rx;
             continue;
         }
         *(prev ? &prev->hot_next : &ep->hot_head) = next;
-        if (ep->hot_tail == rx)
+        if (tail)
             ep->hot_tail = prev;
     }
     for (int i = 0; i < ep->nactive; i++) {

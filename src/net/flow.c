@@ -493,6 +493,7 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
     if (pos != f->wpos || (len & 7) || pos + len > head + f->ring.size)
         return FM_DROP_FLOW;
     int published = 0;
+    enum fm_drop why = FM_DROP_NONE;
     while (len) {
         if (f->wpos == f->rec_end) {
             uint64_t h;
@@ -500,11 +501,15 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
                 memcpy(&h, b, 8);
             else if (f->stash_pos == f->wpos)
                 h = f->stash;
-            else
-                return FM_DROP_FLOW; /* cannot happen: a frontier word is always stashed */
+            else {
+                why = FM_DROP_FLOW; /* cannot happen: a frontier word is always stashed */
+                break;
+            }
             if (!fm_ring_hdr_valid(&f->ring, h) || FM_REC_TYPE(h) == FM_REC_SRC ||
-                f->wpos + FM_REC_SIZE(FM_REC_LEN(h)) + FM_REC_HDR > head + f->ring.size)
-                return FM_DROP_FLOW;
+                f->wpos + FM_REC_SIZE(FM_REC_LEN(h)) + FM_REC_HDR > head + f->ring.size) {
+                why = FM_DROP_FLOW;
+                break;
+            }
             f->rec_start = f->wpos;
             f->rec_end = f->wpos + FM_REC_SIZE(FM_REC_LEN(h));
             f->rec_hdr = h;
@@ -535,9 +540,12 @@ enum fm_drop fm_flow_rx_data(struct fm_net *net, struct fm_rxflow *f, uint64_t p
             published = 1;
         }
     }
+    /* Records published before a bad header are the reader's all the
+     * same: its link must hear of them (the UDP link's rings are read only
+     * when announced). */
     if (published)
         net->p.up.delivered(net->p.up.core, f);
-    return FM_DROP_NONE;
+    return why;
 }
 
 int fm_net_released(struct fm_net *net, struct fm_rxflow *f)

@@ -420,6 +420,9 @@ static int attach(fm_ep *ep, struct fm_rxflow *f)
     index_put(ue, u);
     ue->nrings++;
     f->owner = u;
+    /* It may hold messages already (a flow that was parked, or waited for
+     * its predecessor), and the attaching thread may not be the reader's. */
+    fm_core_rx_ready(ep, &u->rx);
     return 0;
 }
 
@@ -765,8 +768,6 @@ static void udp_retire(fm_ctx *ctx, void *state, struct fm_rx *rx)
     fm_net_rxflow_free(f); /* its ring goes back to the engine's spares */
     if (u->waiting && attach(u->ep, u->waiting) != 0)
         drop_chain(nl, u->waiting);
-    else if (u->waiting)
-        fm_core_wake(u->ep); /* it may hold messages already */
     pthread_mutex_unlock(&nl->lock);
     free(u);
 }
