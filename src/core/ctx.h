@@ -106,7 +106,7 @@ struct fm_ep {
     int next;              /* where the next poll starts */
     /* The ready set of announced rings: links push onto `ready_in` (atomic,
      * a stack); the reader moves it to its own FIFO, `hot`, and visits
-     * those round-robin until found empty. */
+     * those round-robin, each until found empty some polls in a row. */
     struct fm_rx *ready_in;
     struct fm_rx *hot_head, *hot_tail;
     uint8_t hot_first;     /* the next poll starts with the ready set */
