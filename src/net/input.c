@@ -565,10 +565,8 @@ enum fm_drop fm_net_input(struct fm_net *net, void *pkt, size_t len, int rail,
          * bring it back. A PING asks for all of them again, on the rail it
          * came on (which it probes). */
         s->rail[rail].reply_due = 1;
-        if (!s->credit_all) { /* a round over every flow slot */
-            s->credit_all = 1;
-            s->credit_round = UINT32_MAX;
-        }
+        if (!s->credit_round)
+            s->credit_round = UINT32_MAX; /* every slot, clamped when it starts */
         if (h.flags & FM_HDR_STATUS)
             s->status_due = 1;
         mark_pending(net, s);

@@ -189,9 +189,10 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
     memset(a, 0, sizeof(*a));
     struct fm_wire_credit credit[FM_NET_MAX_CREDITS];
     int n = 0;
-    if (s->credit_due || s->credit_owed || s->credit_all) {
-        int all = s->credit_all;
-        s->credit_due = s->credit_owed = s->credit_all = 0;
+    if (s->credit_due || s->credit_owed || s->credit_round) {
+        uint32_t round = FM_MIN(s->credit_round, s->rxf_cap);
+        s->credit_due = s->credit_owed = 0;
+        s->credit_round = 0;
         /* Every flow's credit goes again from where the last ACK's list
          * ended, and the request ends once round: started from slot 0 each
          * time, past FM_NET_MAX_CREDITS flows the same first ones went in
@@ -203,8 +204,7 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
          * end (a process answering a peer's heartbeat sent nothing else,
          * and its other peers took it for lost). Outside the round's slots
          * a flow goes only with new credit. */
-        uint32_t start = all && s->rxf_cap ? s->credit_next % s->rxf_cap : 0;
-        uint32_t round = all ? FM_MIN(s->credit_round, s->rxf_cap) : 0;
+        uint32_t start = round ? s->credit_next % s->rxf_cap : 0;
         for (uint32_t k = 0; k < s->rxf_cap; k++) {
             uint32_t i = start + k < s->rxf_cap ? start + k : start + k - s->rxf_cap;
             struct fm_rxflow *f = s->rxf[i];
@@ -215,7 +215,6 @@ static void build_ack(struct fm_net *net, struct fm_session *s, struct fm_pkt_ou
                 continue;
             if (n == FM_NET_MAX_CREDITS) {
                 s->credit_due = 1; /* the rest in the next ACK */
-                s->credit_all = k < round;
                 s->credit_round = round - FM_MIN(k, round);
                 s->credit_next = i;
                 break;

@@ -179,9 +179,10 @@ struct fm_session {
     uint8_t credit_due;    /* credit the sender may be waiting for: an ACK at the next output */
     uint8_t credit_owed;   /* credit it is not short of: rides on our next DATA or ACK */
     uint32_t owed_flow;    /* the one flow that owes it, or FM_FLOW_MANY */
-    uint8_t credit_all;    /* the peer asked (PING): send every flow's credit again, */
-    uint32_t credit_next;  /* from this flow slot on, where the last ACK's list ended, */
-    uint32_t credit_round; /* for this many slots more */
+    /* The peer asked (PING) for every flow's credit again: the slots of
+     * the round still to go, from credit_next on (where the last ACK's
+     * list ended); 0: no round. */
+    uint32_t credit_round, credit_next;
     uint8_t bye_due, bye_sent, bye_received;
     uint32_t grant;        /* bytes the peer lets us have in flight to it; 0: no limit */
     uint32_t grant_given;  /* the grant our last ACK gave the peer */
