@@ -16,8 +16,9 @@
  * overwriting a buffer a neighbour may still be reading.
  *
  * Guarded: Open MPI 4.1's oshmem (OpenSHMEM 1.4) returns from shmem_quiet before a
- * shmem_getmem_nbi of ~400 KB or more from static (non-heap) data has landed, at 4 PEs and
- * up.  The 1 MiB nonblocking case on static data is therefore built only against 1.5
+ * shmem_getmem_nbi from static (non-heap) data has landed, at 4 PEs and up: always for
+ * 1 MiB, and once in many CI runs for a 64 KiB case packed beside others.  The
+ * nonblocking cases of 64 KiB and more on static data are therefore built only against 1.5
  * headers; smaller nonblocking cases on static data and all heap cases run everywhere.
  */
 #include "shtest.h"
@@ -327,6 +328,12 @@ static void bulk_phase(const struct region *r, const struct bcase *c, size_t nc,
     check_gaps(r->dst, c, nc, r->name);
 }
 
+/* Whether a case would meet oshmem 4.1's early shmem_quiet (see the top); 1.5 runs them all. */
+static int oshmem_misses(const struct region *r, size_t len, int nbi)
+{
+    return !HAVE_1_5 && nbi && r->src == static_src && len >= 65535;
+}
+
 static void bulk(const struct region *r)
 {
     static const size_t lens[] = {1,   2,   3,   7,    8,    15,   16,   17,    63,    64,   65,
@@ -344,12 +351,11 @@ static void bulk(const struct region *r)
     for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
         for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++)
             for (int nbi = 0; nbi < 2; nbi++)
-                all[na++] = (struct bcase){lens[l], offs[o], nbi, 0};
+                if (!oshmem_misses(r, lens[l], nbi))
+                    all[na++] = (struct bcase){lens[l], offs[o], nbi, 0};
     for (size_t i = 0; i < sizeof large / sizeof large[0]; i++) {
-#if !HAVE_1_5
-        if (large[i].nbi && r->src == static_src)  /* oshmem 4.1 bug, see the top */
+        if (oshmem_misses(r, large[i].len, large[i].nbi))
             continue;
-#endif
         if (large[i].off + large[i].len + GAP <= r->cap)
             all[na++] = large[i];
     }
