@@ -87,7 +87,10 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
 {
     const char *p = payload;
     uint64_t last_check = 0;
-    do {
+    /* Until the header went with the last of the payload: a message of a
+     * header alone that found no room is tried again too (a FLUSH or its
+     * reply dropped so left its initiator in shmem_quiet for ever). */
+    for (;;) {
         /* The payload's length is the message's less the header: the ring
          * may take a prefix, and the rest follows at its offset. */
         struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)p, len}};
@@ -97,6 +100,8 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
             p += take;
             len -= take;
             h.off += take;
+            if (!len)
+                return;
             continue;
         }
         if (g >= 0)
@@ -122,7 +127,7 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
             fmshmem_check_peers();
             last_check = now;
         }
-    } while (len > 0);
+    }
 }
 
 static void mark_dirty(int pe)

@@ -3,7 +3,8 @@
  *
  * Covered, for every standard RMA type: shmem_TYPE_{put,get,p,g,put_nbi,get_nbi,iput,iget};
  * for every size: shmem_{put,get}{8,16,32,64,128}[_nbi] and shmem_i{put,get}{8,...,128};
- * shmem_{put,get}mem[_nbi] from 1 B to 4 MiB at unaligned offsets.  Each runs against the
+ * shmem_{put,get}mem[_nbi] from 1 B to 4 MiB at unaligned offsets; bursts of 4096 one-element
+ * gets and puts in flight before one shmem_quiet.  Each runs against the
  * symmetric heap and against static data: 1 MiB file-scope .bss arrays, initialised
  * file-scope data and static locals.
  *
@@ -375,6 +376,38 @@ static void bulk(const struct region *r)
     bulk_phase(r, all + first, na - first, cur + GAP, id);
 }
 
+/*
+ * Many small transfers in flight at once, then one shmem_quiet: every get must land and every
+ * put must be complete.  An implementation that ships each one as a request to the target
+ * fills its queue to that PE here, and must keep what it could not send at once (a get
+ * request, or the quiet's flush, is as small as a message gets).
+ */
+static void burst(const struct region *r)
+{
+    enum { N = 4096 };
+    long *src = (long *)r->src, *dst = (long *)r->dst, *into = (long *)got;
+
+    for (int i = 0; i < N; i++) {
+        src[i] = (long)seedof(me, 50000u + (unsigned)i);
+        dst[i] = -1;
+        into[i] = -1;
+    }
+    shmem_barrier_all();
+    for (int i = 0; i < N; i++) {
+        shmem_long_get_nbi(into + i, src + i, 1, left);
+        shmem_long_p(dst + i, (long)seedof(me, 60000u + (unsigned)i), right);
+    }
+    shmem_quiet();
+    for (int i = 0; i < N; i++)
+        expect_eq((unsigned long long)into[i], seedof(left, 50000u + (unsigned)i),
+                  "%s burst: shmem_long_get_nbi %d of %d", r->name, i, N);
+    shmem_barrier_all();
+    for (int i = 0; i < N; i++)
+        expect_eq((unsigned long long)dst[i], seedof(left, 60000u + (unsigned)i),
+                  "%s burst: shmem_long_p %d of %d", r->name, i, N);
+    shmem_barrier_all();
+}
+
 /* Static locals are symmetric as well; these live in .bss and .data respectively. */
 static void static_locals(int **put_target, double **get_source)
 {
@@ -437,6 +470,8 @@ int main(void)
     typed_phase(&stat);
     bulk(&heap);
     bulk(&stat);
+    burst(&heap);
+    burst(&stat);
     segments();
 
     shmem_barrier_all();
