@@ -1299,6 +1299,29 @@ static void case_ring_idle(void)
     }
 }
 
+/* Small messages, a pause, more: with FM_NET_FLOW_IDLE_MS below the pause
+ * the flow ends in it (tests/ring_sizes_test.sh reads the count), and
+ * what follows goes by a new flow, in order. */
+static void case_flow_idle(void)
+{
+    const size_t n = 32, len = 64;
+    if (rank == 0) {
+        unsigned char buf[64];
+        for (size_t k = 0; k < n; k++) {
+            for (size_t i = 0; i < len; i++)
+                buf[i] = fmt_pattern(12, k * len + i);
+            CHECK(fmt_send_all(ep, fm_addr_of(ctx, 1, CH), buf, len) >= 1);
+            if (k + 1 == n / 2) { /* idle: timers run in fm_wait */
+                uint64_t end = now_ns() + 1500000000ull;
+                while (now_ns() < end)
+                    fm_wait(ep, 100);
+            }
+        }
+    } else if (rank == 1) {
+        recv_stream(12, n * len);
+    }
+}
+
 static void case_linkdown(void)
 {
     const char *t = getenv("FM_NET_TIMEOUT_MS");
@@ -1652,6 +1675,7 @@ static const struct {
     {"compute", case_compute},     {"stream", case_stream},
     {"churn", case_churn},         {"ep_threads", case_ep_threads},
     {"names", case_names},         {"ring_idle", case_ring_idle},
+    {"flow_idle", case_flow_idle},
 };
 
 int main(int argc, char **argv)

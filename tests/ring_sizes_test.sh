@@ -35,6 +35,20 @@ else
   failed ring_idle
 fi
 
+# A flow left unused for FM_NET_FLOW_IDLE_MS ends, small ring and all; what
+# follows the pause goes by a new flow, in order. Not within the default.
+if FM_NET_FLOW_IDLE_MS=300 "$FMRUN" -n 2 "$CONF" flow_idle 2>"$tmp/err"; then
+  check "a small flow unused for 1.5 s with FM_NET_FLOW_IDLE_MS=300 ended" \
+    "$(stat flows_idle_ended 0)" "-ge 1"
+else
+  failed "flow_idle with FM_NET_FLOW_IDLE_MS=300"
+fi
+if env -u FM_NET_FLOW_IDLE_MS "$FMRUN" -n 2 "$CONF" flow_idle 2>"$tmp/err"; then
+  check "with the default (10 s) it did not" "$(stat flows_idle_ended 0)" "-eq 0"
+else
+  failed "flow_idle"
+fi
+
 if FM_NET_RX_MEM=1 FM_NET_RING_SIZE=256K FMT_STREAM_BYTES=$((4 << 20)) "$FMRUN" -n 2 "$CONF" stream 2>"$tmp/err"; then
   echo "ok: FM_NET_RX_MEM=1: a 4 MiB stream of messages up to 64 KiB, exactly, in order"
   check "the receiver's rings stayed at most one grown ring" "$(stat ring_rx_bytes 1)" "-le 262144"

@@ -67,6 +67,9 @@ typedef char fm_cfg_str[256];
     X(net_rx_mem, FM_CFG_SIZE, "FM_NET_RX_MEM", "64M", 0, (1LL << 40), NULL,           \
       "bound on the bytes of network receive rings a process lets its peers grow "     \
       "(0: none): beyond it new and quiet flows keep FM_NET_RING_MIN")                   \
+    X(net_flow_idle_ms, FM_CFG_INT, "FM_NET_FLOW_IDLE_MS", "10000", 0, 3600000, NULL,    \
+      "a network flow its sender has not used this long ends, and its rings go on both " \
+      "sides; the next send opens another in the same datagram (0: flows stay)")         \
     X(net_timeout_ms, FM_CFG_INT, "FM_NET_TIMEOUT_MS", "3000", 50, 3600000, NULL,        \
       "a network peer silent this long is lost (FM_EPEERLOST); idle sessions exchange "  \
       "heartbeats four times per timeout. A dead process is found sooner, by the "       \

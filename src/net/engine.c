@@ -20,6 +20,7 @@ const char *const fm_net_counter_names[FM_NC_COUNT] = {
     [FM_NC_RAIL_UP] = "rail_recoveries", [FM_NC_RING_RX_BYTES] = "ring_rx_bytes",
     [FM_NC_RING_TX_BYTES] = "ring_tx_bytes", [FM_NC_RING_GROWN] = "rings_grown",
     [FM_NC_PLACED] = "placed_ahead", [FM_NC_CWND_CUTS] = "cwnd_cuts",
+    [FM_NC_FLOWS_IDLE] = "flows_idle_ended",
 };
 
 /* ---- setup ------------------------------------------------------------------ */

@@ -209,6 +209,7 @@ struct fm_net_params {
     uint32_t ring_size;      /* bytes of a busy flow's ring: the largest */
     uint32_t ring_min;       /* bytes of a new or quiet flow's ring (0: ring_size) */
     uint64_t rx_mem;         /* bound on receive ring bytes peers may grow (0: none) */
+    uint64_t flow_idle_ns;   /* a flow unused this long, all of it sent, ends (0: never) */
     uint32_t payload;        /* most stream bytes in one DATA packet (a multiple of 8) */
     uint32_t gather_packets; /* full packets one send of the link carries (GSO), which a
                                 burst gathers before they go (0 or 1: a packet) */
@@ -231,6 +232,7 @@ enum fm_net_counter {
     FM_NC_RING_RX_BYTES, FM_NC_RING_TX_BYTES, /* gauges: bytes of receive and send rings now */
     FM_NC_RING_GROWN, FM_NC_PLACED, /* DATA after a gap laid into its ring at once */
     FM_NC_CWND_CUTS, /* congestion windows cut after a round that overflowed a port */
+    FM_NC_FLOWS_IDLE, /* flows ended for want of use (their rings freed) */
     FM_NC_COUNT
 };
 extern const char *const fm_net_counter_names[FM_NC_COUNT];

@@ -10,7 +10,9 @@
  * up to ring_size and to what the receiver allows (ring_max in its ACKs,
  * from its FM_NET_RX_MEM bound); a large ring (or one over what the
  * receiver allows) unused for RING_IDLE_NS ends, and the next send gets a
- * small one. The receiver reads a successor only
+ * small one; any flow unused for flow_idle_ns (FM_NET_FLOW_IDLE_MS) ends,
+ * so that a process that once heard from a thousand endpoints does not
+ * keep a ring for each on both sides. The receiver reads a successor only
  * after its predecessor from the same endpoint is read to its end (the
  * udp link chains them), so messages keep their order. The two send side
  * by side, so when the sender is lost, the successor may hold messages
@@ -167,7 +169,16 @@ void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
          * with the HELLO, before the peer said. What it still holds is
          * read before its successor's. */
         uint32_t keep = FM_MIN(ring_min(net), ring_limit(net, s));
-        if (f->ring.size > keep && !f->pinned && !f->ending && now - t > RING_IDLE_NS) {
+        if (!t) /* made, not written yet: idle from this look on */
+            __atomic_store_n(&f->t_write, t = now, __ATOMIC_RELAXED);
+        uint64_t idle = now - t;
+        /* (A flow with data not sent yet waits for the network, not for
+         * its sender: it is not idle.) */
+        int drained = f->sent == f->ctl.tail;
+        if (!f->pinned && !f->ending &&
+            ((f->ring.size > keep && idle > RING_IDLE_NS) ||
+             (net->p.flow_idle_ns && idle > net->p.flow_idle_ns && drained))) {
+            net->nc[FM_NC_FLOWS_IDLE]++;
             fm_net_flow_end(net, f);
             i--; /* it may have left the live list */
         }

@@ -1129,6 +1129,7 @@ static int udp_start(fm_ctx *ctx, void *state, char *err, size_t errlen)
         .ring_size = (uint32_t)cfg->net_ring_size,
         .ring_min = (uint32_t)cfg->net_ring_min,
         .rx_mem = (uint64_t)cfg->net_rx_mem,
+        .flow_idle_ns = (uint64_t)cfg->net_flow_idle_ms * 1000000u,
         .payload = min_payload(nl),
         .gather_packets = min_send_packets(nl),
         .nrails = nl->nrails,
@@ -1330,17 +1331,21 @@ static void udp_info(const struct fm_config *cfg, FILE *out)
 static void udp_info_limits(const struct fm_config *cfg, FILE *out)
 {
     long long min = cfg->net_ring_min, max = cfg->net_ring_size, bound = cfg->net_rx_mem;
+    long long idle_ms = cfg->net_flow_idle_ms;
     fprintf(out, "  largest message per send (udp)  %lld bytes (FM_NET_RING_SIZE / 4; a "
                  "quarter of the flow's ring until it grew)\n", max / 4);
     fprintf(out,
             "  ring per network flow (udp)     %lld bytes (FM_NET_RING_MIN) to %lld "
             "(FM_NET_RING_SIZE), on both sides; a flow grows 4x when its sender finds the "
-            "ring full, and shrinks after 1 s unused\n", min, max);
+            "ring full, shrinks after 1 s unused, and ends after %lld ms unused "
+            "(FM_NET_FLOW_IDLE_MS%s)\n", min, max, idle_ms, idle_ms ? "" : "=0: never");
     fprintf(out,
             "  receive memory (udp)            about flows x %lld + busy flows x %lld bytes, "
-            "growth stopped at %lld bytes (FM_NET_RX_MEM%s); e.g. 1000 peers, 8 busy: "
-            "%.1f MiB\n", min, max - min, bound, bound ? "" : "=0: none",
-            (1000.0 * (double)min + 8.0 * (double)(max - min)) / 1048576.0);
+            "counting the flows used in the last FM_NET_FLOW_IDLE_MS; growth stopped at "
+            "%lld bytes (FM_NET_RX_MEM%s); e.g. 1000 peers, 8 busy: %.1f MiB, %.1f MiB once "
+            "the others are quiet\n", min, max - min, bound, bound ? "" : "=0: none",
+            (1000.0 * (double)min + 8.0 * (double)(max - min)) / 1048576.0,
+            ((idle_ms ? 8.0 : 1000.0) * (double)min + 8.0 * (double)(max - min)) / 1048576.0);
 }
 
 const struct fm_link fm_udp_link = {
