@@ -71,10 +71,12 @@ struct fm_txflow {
     uint32_t gen;            /* changes when the flow dies: routes must look again */
     uint64_t sent;           /* stream bytes transmitted at least once */
     uint64_t complete;       /* end of the last published record seen */
-    uint64_t t_write;        /* when the sending endpoint last wrote (atomic) */
+    uint64_t t_write;        /* when the sending endpoint last wrote, or the idle check first
+                                saw the flow unwritten (atomic) */
     uint8_t burst;           /* that write came soon after the one before (atomic) */
     uint8_t announced;       /* its FLOW packet has a sequence number */
-    uint8_t ending;          /* its endpoint closed or the receiver stopped it */
+    uint8_t ending;          /* its endpoint closed, the receiver stopped it, it grew, or it
+                                went unused */
     uint8_t end_sent;        /* FLOW_END has a sequence number: end_seq */
     uint8_t done;            /* ended and acknowledged: freed when refs drops to 0 */
     uint8_t pinned;          /* an fm_send_prepare grant points into the ring */

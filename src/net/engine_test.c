@@ -91,6 +91,7 @@ static int up_addr(void *core, int rank, struct sockaddr_in out[FM_RAILS_MAX])
 /* Each flow's ring: small, so that streams wrap often; large, for windows of
  * thousands of packets. */
 static uint32_t ring_size = RING;
+static uint64_t flow_idle_ns; /* the engine's: a flow unused this long ends (0: never) */
 /* Output batches the sender sends per round trip of the link. */
 static int batches_per_rtt = 1;
 
@@ -98,7 +99,8 @@ static struct fm_net *make(int rank, uint8_t keybyte)
 {
     struct fm_net_params p = {
         .rank = rank, .size = 2, .epoch = 0x1000u + (uint32_t)rank + keybyte,
-        .ring_size = ring_size, .payload = 1400, .gather_packets = gather_packets,
+        .ring_size = ring_size, .flow_idle_ns = flow_idle_ns, .payload = 1400,
+        .gather_packets = gather_packets,
         .timeout_ns = 2000000000ull,
         .rto_min_ns = 1000000, .rto_max_ns = 200000000, .ack_delay_ns = 200000,
         .nrails = nrails, .rail_heartbeat_ns = 3000000, .rail_query = rail_query,
@@ -902,6 +904,43 @@ static void test_many_flows(void)
         fm_net_flow_put(sides[0].net, f[i]);
 }
 
+/* Simulated time passes with nothing written: the sides exchange heartbeats. */
+static void idle_for(uint64_t ns)
+{
+    for (uint64_t t0 = now; now - t0 < ns;) {
+        exchange(1, 0);
+        uint64_t d = FM_MIN(fm_net_deadline(sides[0].net), fm_net_deadline(sides[1].net));
+        now = FM_MAX(now + 1, d);
+    }
+}
+
+/* A flow whose ring is full, all of it sent and acknowledged, waits for
+ * its reader, not for its sender: it must not end for want of use (its
+ * sender's next flow would fill too, and rings pile up unread at the
+ * reader). Once the reader has read it, it is idle and ends. */
+static void test_blocked_not_idle(void)
+{
+    flow_idle_ns = 50000000;
+    reset();
+    use_faults = 0;
+    struct fm_txflow *f;
+    uint64_t sent = 0, got = 0, nc[FM_NC_COUNT], dr[FM_DROP_COUNT];
+    CHECK_RC(fm_net_flow(sides[0].net, 1, 5, 9, &f), 0);
+    while (fm_ring_room(&f->ring, 1000) >= 1000)
+        write_msg(sides[0].net, f, 1000, 60, &sent);
+    idle_for(1000000000ull);
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_FLOWS_IDLE], 0);
+    CHECK(!f->ending && f->sent == f->ctl.tail);
+    CHECK_EQ(consume(&sides[1], &got, 60), sent / 1000);
+    idle_for(1000000000ull);
+    fm_net_counters(sides[0].net, nc, dr);
+    CHECK_EQ(nc[FM_NC_FLOWS_IDLE], 1);
+    CHECK(f->ending);
+    fm_net_flow_put(sides[0].net, f);
+    flow_idle_ns = 0;
+}
+
 /* A flow that lived through 2^30 of its session's packets: the number its
  * credits are judged by moved up with the session's, and a FLOW_STOP,
  * which names the FLOW's own number, was then ignored: the receiver's
@@ -1329,6 +1368,7 @@ int main(void)
     test_stream_beside_chat();
     test_stop_long_lived();
     test_many_flows();
+    test_blocked_not_idle();
     test_handshake_after_absence();
     test_first_cut();
     test_burst_leaves_whole();

@@ -12,12 +12,14 @@
  * receiver allows) unused for RING_IDLE_NS ends, and the next send gets a
  * small one; any flow unused for flow_idle_ns (FM_NET_FLOW_IDLE_MS) ends,
  * so that a process that once heard from a thousand endpoints does not
- * keep a ring for each on both sides. The receiver reads a successor only
- * after its predecessor from the same endpoint is read to its end (the
- * udp link chains them), so messages keep their order. The two send side
- * by side, so when the sender is lost, the successor may hold messages
- * written after some of the predecessor's that never left: a predecessor
- * cut short that way takes its successors with it.
+ * keep a ring for each on both sides. (Unused: nothing written, all of it
+ * sent, and room for a message: a sender blocked on its reader waits.)
+ * The receiver reads a successor only after its predecessor from the same
+ * endpoint is read to its end (the udp link chains them), so messages keep
+ * their order. The two send side by side, so when the sender is lost, the
+ * successor may hold messages written after some of the predecessor's that
+ * never left: a predecessor cut short that way takes its successors with
+ * it.
  */
 #include "session.h"
 
@@ -172,12 +174,17 @@ void fm_flow_idle_check(struct fm_net *net, struct fm_session *s, uint64_t now)
         if (!t) /* made, not written yet: idle from this look on */
             __atomic_store_n(&f->t_write, t = now, __ATOMIC_RELAXED);
         uint64_t idle = now - t;
-        /* (A flow with data not sent yet waits for the network, not for
-         * its sender: it is not idle.) */
-        int drained = f->sent == f->ctl.tail;
-        if (!f->pinned && !f->ending &&
+        /* A flow with data not sent yet, or short of room for a message
+         * (a quarter of its ring) until its reader frees some, waits for
+         * the network or the reader, not for its sender: it is not idle.
+         * (Ended, a blocked sender's next flow filled too, and its
+         * successors piled up unread past FM_NET_RX_MEM.) */
+        uint64_t head = __atomic_load_n(&f->ctl.head, __ATOMIC_ACQUIRE);
+        int waits = f->sent != f->ctl.tail ||
+                    f->ring.size - (f->ctl.tail - head) < f->ring.size / 4;
+        if (!f->pinned && !f->ending && !waits &&
             ((f->ring.size > keep && idle > RING_IDLE_NS) ||
-             (net->p.flow_idle_ns && idle > net->p.flow_idle_ns && drained))) {
+             (net->p.flow_idle_ns && idle > net->p.flow_idle_ns))) {
             net->nc[FM_NC_FLOWS_IDLE]++;
             fm_net_flow_end(net, f);
             i--; /* it may have left the live list */

@@ -1337,15 +1337,20 @@ static void udp_info_limits(const struct fm_config *cfg, FILE *out)
     fprintf(out,
             "  ring per network flow (udp)     %lld bytes (FM_NET_RING_MIN) to %lld "
             "(FM_NET_RING_SIZE), on both sides; a flow grows 4x when its sender finds the "
-            "ring full, shrinks after 1 s unused, and ends after %lld ms unused "
-            "(FM_NET_FLOW_IDLE_MS%s)\n", min, max, idle_ms, idle_ms ? "" : "=0: never");
+            "ring full and shrinks after 1 s unused; ", min, max);
+    if (idle_ms)
+        fprintf(out, "it ends after %lld ms unused (FM_NET_FLOW_IDLE_MS)\n", idle_ms);
+    else
+        fprintf(out, "it stays while its endpoints do (FM_NET_FLOW_IDLE_MS=0)\n");
     fprintf(out,
             "  receive memory (udp)            about flows x %lld + busy flows x %lld bytes, "
-            "counting the flows used in the last FM_NET_FLOW_IDLE_MS; growth stopped at "
-            "%lld bytes (FM_NET_RX_MEM%s); e.g. 1000 peers, 8 busy: %.1f MiB, %.1f MiB once "
-            "the others are quiet\n", min, max - min, bound, bound ? "" : "=0: none",
-            (1000.0 * (double)min + 8.0 * (double)(max - min)) / 1048576.0,
-            ((idle_ms ? 8.0 : 1000.0) * (double)min + 8.0 * (double)(max - min)) / 1048576.0);
+            "growth stopped at %lld bytes (FM_NET_RX_MEM%s); e.g. 1000 peers, 8 busy: "
+            "%.1f MiB", min, max - min, bound, bound ? "" : "=0: none",
+            (1000.0 * (double)min + 8.0 * (double)(max - min)) / 1048576.0);
+    if (idle_ms)
+        fprintf(out, ", %.1f MiB once the others were quiet for %lld ms",
+                8.0 * (double)max / 1048576.0, idle_ms);
+    fprintf(out, "\n");
 }
 
 const struct fm_link fm_udp_link = {
