@@ -106,8 +106,10 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
         }
         if (g >= 0)
             fmshmem_fatal("fastmsg took %zd bytes of a %zu-byte header", g, sizeof(h));
-        if (g != FM_EAGAIN && ep == S.server) {
-            /* The initiator is gone: its job ends without the reply. */
+        if ((g == FM_EPEERLOST || g == FM_EINVAL) && ep == S.server) {
+            /* The initiator is gone: its job ends without the reply. (Any
+             * other failure is fatal below: a reply dropped while its
+             * initiator lives leaves it waiting for ever.) */
             fm_log_limited(FM_LOG_WARN, SUBSYS, 5, "reply to PE %d not sent: %s", pe,
                            fm_strerror((int)g));
             return;

@@ -220,6 +220,8 @@ uint64_t fmshmem_amo_apply(void *p, enum amo_op op, int size, uint64_t value, ui
             fmshmem_wait_step(&spins_);                                                        \
     } while (0)
 void fmshmem_wait_step(uint64_t *spins);
+/* What a shmem_test call does besides looking: take this PE's replies. */
+void fmshmem_test_progress(void);
 /* Dissemination barrier over the members of a set, counters in psync (a
  * symmetric array of at least log2(size) longs). */
 void fmshmem_set_sync(int start, int stride, int size, int my_index, long *psync);

@@ -171,6 +171,16 @@ void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
      : (cmp) == SHMEM_CMP_LT ? (a) < (b)                                                       \
                              : (a) <= (b))
 
+/* A test moves this PE's replies along, as a wait does: a program that
+ * polls a flag with test_all, say, while a get of its own is out left the
+ * reply unread, and the target's server, blocked sending it, served nobody
+ * else (the spec requires progress whatever the program polls with). */
+void fmshmem_test_progress(void)
+{
+    if (S.any_remote)
+        fmshmem_am_poll();
+}
+
 static void check_cmp(int cmp, const char *what)
 {
     if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
@@ -191,8 +201,7 @@ static void check_cmp(int cmp, const char *what)
     int shmem_##N##_test(T *ivar, int cmp, T cmp_value)                                        \
     {                                                                                          \
         check_cmp(cmp, "shmem_test");                                                          \
-        if (S.any_remote)                                                                      \
-            fmshmem_am_poll();                                                                 \
+        fmshmem_test_progress();                                                               \
         return N##_ok(ivar, cmp, cmp_value);                                                   \
     }                                                                                          \
     void shmem_##N##_wait(T *ivar, T cmp_value)                                                \
@@ -250,12 +259,14 @@ static void check_cmp(int cmp, const char *what)
                              T cmp_value)                                                      \
     {                                                                                          \
         check_cmp(cmp, "shmem_test_all");                                                      \
+        fmshmem_test_progress();                                                               \
         return N##_all(ivars, nelems, status, cmp, NULL, cmp_value);                           \
     }                                                                                          \
     int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp,       \
                                     T *cmp_values)                                             \
     {                                                                                          \
         check_cmp(cmp, "shmem_test_all_vector");                                               \
+        fmshmem_test_progress();                                                               \
         return N##_all(ivars, nelems, status, cmp, cmp_values, 0);                             \
     }                                                                                          \
     static size_t N##_any(T *ivars, size_t nelems, const int *status, int cmp, const T *vals,  \
@@ -267,8 +278,10 @@ static void check_cmp(int cmp, const char *what)
         if (wait)                                                                              \
             FMSHMEM_WAIT_WHILE(!N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first,  \
                                          NULL));                                               \
-        else                                                                                   \
+        else {                                                                                 \
+            fmshmem_test_progress();                                                           \
             N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first, NULL);               \
+        }                                                                                      \
         return first;                                                                          \
     }                                                                                          \
     size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp,     \
@@ -304,8 +317,10 @@ static void check_cmp(int cmp, const char *what)
         if (wait)                                                                              \
             FMSHMEM_WAIT_WHILE((n = N##_scan(ivars, nelems, status, cmp, vals, val, indices,   \
                                              NULL, NULL)) == 0);                               \
-        else                                                                                   \
+        else {                                                                                 \
+            fmshmem_test_progress();                                                           \
             n = N##_scan(ivars, nelems, status, cmp, vals, val, indices, NULL, NULL);          \
+        }                                                                                      \
         return n;                                                                              \
     }                                                                                          \
     size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices,               \

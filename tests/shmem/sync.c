@@ -7,7 +7,9 @@
  * (shmem_set_lock, shmem_test_lock, shmem_clear_lock) guarding a non-atomic get+put
  * increment.  With 1.5 headers: shmem_TYPE_{wait_until,test}_{all,any,some}[_vector] and
  * put-with-signal (shmem_putmem_signal, typed and sized forms, _nbi forms, SHMEM_SIGNAL_SET
- * and SHMEM_SIGNAL_ADD, shmem_signal_wait_until, shmem_signal_fetch).
+ * and SHMEM_SIGNAL_ADD, shmem_signal_wait_until, shmem_signal_fetch); a PE that polls with
+ * shmem_TYPE_test_all while its own large get is out must still let that get's target
+ * serve others.
  *
  * Point-to-point tests pass a token around the ring 0 -> 1 -> ... -> n-1 -> 0, so every PE
  * but PE 0 really blocks in the wait under test before its flag is written.
@@ -26,6 +28,8 @@
  *   only; shmem_test_lock is still checked on a held and on a free lock.
  */
 #include "shtest.h"
+
+#include <stdlib.h>
 
 #define HAVE_1_5 (SHMEM_MAJOR_VERSION > 1 || SHMEM_MINOR_VERSION >= 5)
 #define POLLING_PROGRESSES HAVE_1_5  /* oshmem 4.1 bug, see the top */
@@ -452,6 +456,42 @@ static void signals(void)
     shmem_free(mem_nbi);
     shmem_free(mem);
 }
+
+/*
+ * Progress while a PE only tests: PE 0 has a 4 MiB get from PE 1 out and polls a flag with
+ * shmem_int_test_all; PE 2 sets the flag only after a put to PE 1 and a shmem_quiet.  Where
+ * PE 1 answers the get by sending to PE 0 and serves PE 2 only once that is done, the flag
+ * comes only if PE 0's test calls take the answer in (the spec requires progress there).
+ */
+static void progress_while_testing(void)
+{
+    enum { BIG = 4 << 20 };
+    static int flag, landed;
+    unsigned char *src = shmem_malloc(BIG), *dst = malloc(BIG);
+
+    if (src == NULL || dst == NULL)
+        fail("NULL", "memory", "allocating %d-byte buffers", BIG);
+    fill_pat(src, BIG, 300u + (unsigned)me);
+    flag = 0;
+    landed = 0;
+    shmem_barrier_all();
+    if (me == 0) {
+        shmem_getmem_nbi(dst, src, BIG, 1);
+        while (!shmem_int_test_all(&flag, 1, NULL, SHMEM_CMP_EQ, 1))
+            ;
+        shmem_quiet();
+        check_pat(dst, BIG, 301u, "shmem_getmem_nbi beside a test loop");
+        expect_eq((unsigned long long)shmem_int_g(&landed, 1), 1,
+                  "PE 2's put before its quiet and flag");
+    } else if (me == 2) {
+        shmem_int_p(&landed, 1, 1);
+        shmem_quiet();
+        shmem_int_atomic_set(&flag, 1, 0);
+    }
+    shmem_barrier_all();
+    free(dst);
+    shmem_free(src);
+}
 #endif
 
 int main(void)
@@ -472,6 +512,8 @@ int main(void)
 #if HAVE_1_5
     wait_sets();
     signals();
+    if (npes >= 3)
+        progress_while_testing();
 #endif
     return finish("sync");
 }
