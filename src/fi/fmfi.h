@@ -276,6 +276,8 @@ struct fmfi_op {
     struct fmfi_list link;      /* the queue it is on */
     uint8_t kind, state;
     uint8_t tagged, multi;
+    uint8_t silent;             /* an fi_inject's: no completion event (FI_INJECT alone, a
+                                   flag of fi_sendmsg, asks only for the buffer back) */
     uint64_t flags;             /* FI_* op flags */
     void *context;
     fm_addr peer;               /* receives: FM_ADDR_NONE = any source */

@@ -123,7 +123,7 @@ static void complete(struct fmfi_ep *ep, struct fmfi_op *op, int err)
     } else {
         fmfi_cntr_inc(op_cntr(ep, op));
         bool wanted = !sel || (op->flags & FI_COMPLETION) || op->release_flag;
-        if (cq && wanted && !(op->flags & FI_INJECT))
+        if (cq && wanted && !op->silent)
             fmfi_cq_push(cq, &c);
     }
     fmfi_op_free(ep, op);
@@ -260,6 +260,15 @@ static void fail_op(struct fmfi_ep *ep, struct fmfi_op *op, int fm_err)
     complete(ep, op, -fmfi_fm_err(fm_err));
 }
 
+/* Whether an op that met this error goes again later: a full ring, or
+ * memory short for a moment (a route to grow, now that a flow ends after
+ * FM_NET_FLOW_IDLE_MS and is resolved again). A control message failed
+ * otherwise was dropped while its peer lived, which then waited for ever. */
+static int again(int rc)
+{
+    return rc == FM_EAGAIN || rc == FM_ENOMEM;
+}
+
 /* Runs a queue in order; stops at the first op whose ring is full. */
 static int run_queue(struct fmfi_ep *ep, struct fmfi_list *q)
 {
@@ -268,7 +277,7 @@ static int run_queue(struct fmfi_ep *ep, struct fmfi_list *q)
         struct fmfi_op *op = fmfi_container(q->next, struct fmfi_op, link);
         fmfi_list_del(&op->link);
         int rc = tx_advance(ep, op);
-        if (rc == FM_EAGAIN) {
+        if (again(rc)) {
             /* back at the head: order to each peer is kept */
             op->link.next = q->next;
             op->link.prev = q;
@@ -295,7 +304,7 @@ void fmfi_tx_start(struct fmfi_ep *ep, struct fmfi_op *op)
         int rc = tx_advance(ep, op);
         if (rc == 0)
             return;
-        if (rc != FM_EAGAIN) {
+        if (!again(rc)) {
             fail_op(ep, op, rc);
             return;
         }

@@ -17,6 +17,7 @@ struct xfer {
     uint64_t flags;
     void *context;
     bool tagged;
+    bool silent;          /* fi_inject and its kin: no completion event, ever */
     uint64_t rkey, raddr; /* RMA */
 };
 
@@ -78,7 +79,7 @@ static int send_now(struct fmfi_ep *ep, fm_addr peer, const struct fmfi_hdr *h,
         return fmfi_fm_err((int)g);
     fmfi_cntr_inc(ep->send_cntr);
     bool wanted = !ep->tx_sel || (x->flags & FI_COMPLETION);
-    if (ep->tx_cq && wanted && !(x->flags & FI_INJECT)) {
+    if (ep->tx_cq && wanted && !x->silent) {
         struct fmfi_comp c = {.op_context = x->context,
                               .flags = FI_SEND | (x->tagged ? FI_TAGGED : FI_MSG),
                               .src = FI_ADDR_NOTAVAIL};
@@ -97,14 +98,19 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
     if (!rc && (((x->flags & FI_INJECT) && len > ep->inject_size) ||
                 (dgram && len > FMFI_DGRAM_MAX)))
         rc = -FI_EMSGSIZE;
+    /* An inject goes eagerly whatever its length: it cannot wait for a
+     * rendezvous (an inject_size raised by the hints past the eager limit
+     * made every fi_inject of that length answer -FI_EAGAIN for ever). */
+    bool eager = dgram || (x->flags & FI_INJECT) ||
+                 len <= (fmfi_av_local(ep->av, x->addr) ? fmfi_params.eager_local_max
+                                                        : fmfi_params.eager_max);
     struct fmfi_hdr h = {
-        .op = !dgram && len > (fmfi_av_local(ep->av, x->addr) ? fmfi_params.eager_local_max
-                                                              : fmfi_params.eager_max)
-                  ? FMFI_RTS
-                  : FMFI_EAGER,
+        .op = eager ? FMFI_EAGER : FMFI_RTS,
         .flags = (uint8_t)((x->tagged ? FMFI_F_TAGGED : 0) |
                            ((x->flags & FI_REMOTE_CQ_DATA) ? FMFI_F_DATA : 0) |
-                           /* an inject has no completion to delay */
+                           /* not for an inject, which send_now must take at
+                            * once: its completion, if asked for, is at
+                            * transmission */
                            ((x->flags & (FI_DELIVERY_COMPLETE | FI_INJECT)) ==
                                     FI_DELIVERY_COMPLETE
                                 ? FMFI_F_ACKREQ
@@ -135,6 +141,7 @@ static ssize_t do_send(struct fmfi_ep *ep, const struct xfer *x)
         else {
             op->kind = OP_SEND;
             op->tagged = x->tagged;
+            op->silent = x->silent;
             op->flags = x->flags;
             op->context = x->context;
             op->peer = peer;
@@ -204,6 +211,7 @@ static ssize_t do_rma(struct fmfi_ep *ep, const struct xfer *x, bool write)
     }
     if (!rc) {
         op->kind = write ? OP_WRITE : OP_READ;
+        op->silent = x->silent;
         op->flags = x->flags;
         op->context = x->context;
         op->peer = peer;
@@ -275,7 +283,8 @@ static ssize_t m_sendmsg(struct fid_ep *e, const struct fi_msg *m, uint64_t flag
 
 static ssize_t m_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest)
 {
-    struct xfer x = {ONE(buf, len), 1, dest, .flags = EP(e)->tx_op_flags | FI_INJECT};
+    struct xfer x = {ONE(buf, len), 1, dest, .flags = EP(e)->tx_op_flags | FI_INJECT,
+                     .silent = true};
     return do_send(EP(e), &x);
 }
 
@@ -292,7 +301,7 @@ static ssize_t m_injectdata(struct fid_ep *e, const void *buf, size_t len, uint6
                             fi_addr_t dest)
 {
     struct xfer x = {ONE(buf, len), 1, dest, .data = data,
-                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA};
+                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA, .silent = true};
     return do_send(EP(e), &x);
 }
 
@@ -365,7 +374,7 @@ static ssize_t t_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t
                         uint64_t tag)
 {
     struct xfer x = {ONE(buf, len), 1, dest, tag, .flags = EP(e)->tx_op_flags | FI_INJECT,
-                     .tagged = true};
+                     .tagged = true, .silent = true};
     return do_send(EP(e), &x);
 }
 
@@ -383,7 +392,7 @@ static ssize_t t_injectdata(struct fid_ep *e, const void *buf, size_t len, uint6
                             fi_addr_t dest, uint64_t tag)
 {
     struct xfer x = {ONE(buf, len), 1, dest, tag, .data = data,
-                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA,
+                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA, .silent = true,
                      .tagged = true};
     return do_send(EP(e), &x);
 }
@@ -468,7 +477,7 @@ static ssize_t r_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t
                         uint64_t addr, uint64_t key)
 {
     struct xfer x = {ONE(buf, len), 1, dest, .flags = EP(e)->tx_op_flags | FI_INJECT,
-                     .rkey = key, .raddr = addr};
+                     .silent = true, .rkey = key, .raddr = addr};
     return do_rma(EP(e), &x, true);
 }
 
@@ -487,7 +496,7 @@ static ssize_t r_injectdata(struct fid_ep *e, const void *buf, size_t len, uint6
                             fi_addr_t dest, uint64_t addr, uint64_t key)
 {
     struct xfer x = {ONE(buf, len), 1, dest, .data = data,
-                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA,
+                     .flags = EP(e)->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA, .silent = true,
                      .rkey = key, .raddr = addr};
     return do_rma(EP(e), &x, true);
 }
