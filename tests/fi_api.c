@@ -1090,6 +1090,56 @@ static void t_multi_recv(void)
     msgs_free(m, N);
 }
 
+/* A multi-receive buffer is released with its last message, not with the
+ * one that used it up: a 40,000-byte message waits for its data (a
+ * rendezvous across nodes, or without process_vm_readv) while a small one
+ * after it fills the buffer. Released early, the buffer would be reposted
+ * under the first message's data. */
+static void t_multi_recv_late(void)
+{
+    enum { BUF = 45000, MIN = 4096 };
+    size_t len[2] = {40000, 1000};
+    struct msg *m = msgs(2, len, UNTAGGED, 140);
+    if (g.parent) {
+        barrier();
+        msgs_send(g.ep, g.peer, m, 2);
+        msgs_sent(g.tx, m, 2);
+        msgs_free(m, 2);
+        return;
+    }
+    size_t min = MIN;
+    CHECK_RC(fi_setopt(&g.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)),
+             "fi_setopt FI_OPT_MIN_MULTI_RECV");
+    uint8_t *big = xmalloc(BUF);
+    struct fi_context mc;
+    struct iovec iov = {big, BUF};
+    struct fi_msg fm = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mc};
+    POST(fi_recvmsg(g.ep, &fm, FI_MULTI_RECV));
+    barrier();
+    int k = 0;
+    struct comp c;
+    for (bool released = false; !released && !g.failed;) {
+        if (!get_ctx(g.rx, &mc, 0, &c, "multi-recv"))
+            break;
+        if (c.flags & FI_RECV) {
+            int i = c.len == len[0] ? 0 : 1;
+            CHECK(c.len == len[i], "multi-recv: a message of %zu bytes", c.len);
+            m[i].c = c;
+            memcpy(m[i].buf, c.buf, c.len < len[i] ? c.len : len[i]);
+            rx_check(&m[i], "multi-recv message");
+            k++;
+        }
+        released = c.flags & FI_MULTI_RECV;
+    }
+    CHECK(k == 2, "the buffer was released after %d of its 2 messages", k);
+    CHECK(!get(g.rx, &c, 200), "a completion (ctx %p, %zu bytes) after the release", c.ctx,
+          c.len);
+    size_t zero = 64;
+    fi_setopt(&g.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &zero, sizeof(zero));
+    drop(big);
+    msgs_free(m, 2);
+}
+
 /* FI_SELECTIVE_COMPLETION: only sends with FI_COMPLETION are reported;
  * of a multi-receive without it, only the release (fi_msg(3)). */
 static void t_selective_completion(void)
@@ -1423,8 +1473,8 @@ int main(void)
 #define CASES                                                                                      \
     X(getinfo) X(av) X(msg_sizes) X(tagged_sizes) X(iov) X(inject) X(cq_data) X(directed_recv)     \
     X(tag_ignore) X(ordering) X(unexpected) X(backpressure) X(truncation) X(peek_claim_discard)    \
-    X(cancel) X(multi_recv) X(selective_completion) X(counters) X(cq_sread) X(rma) X(cq_formats)   \
-    X(av_remove)
+    X(cancel) X(multi_recv) X(multi_recv_late) X(selective_completion) X(counters) X(cq_sread)     \
+    X(rma) X(cq_formats) X(av_remove)
     /* clang-format on */
 #define X(c) {#c, t_##c},
     static const struct {

@@ -336,7 +336,8 @@ int fmfi_ep_open(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
     struct fmfi_list *lists[] = {&ep->tx_queue,   &ep->tx_wait,    &ep->rx_wait,
                                  &ep->ctl_queue,  &ep->posted_msg, &ep->posted_tag,
                                  &ep->unexp_msg,  &ep->unexp_tag,  &ep->claimed,
-                                 &ep->free_ops,   &ep->free_unexp, &ep->dom_link};
+                                 &ep->free_ops,   &ep->free_unexp, &ep->dom_link,
+                                 &ep->spent_multi};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         fmfi_list_init(lists[i]);
     ep->ep.fid.fclass = FI_CLASS_EP;

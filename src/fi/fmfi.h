@@ -294,7 +294,11 @@ struct fmfi_op {
     struct fmfi_hdr hdr;        /* sends: what goes first; receives: what matched */
     uint8_t *inject;            /* a copy of the data the op owns, freed with it */
     size_t multi_used;          /* FI_MULTI_RECV: bytes handed out */
-    uint64_t release_flag;      /* FI_MULTI_RECV on the message that used the buffer up */
+    uint32_t shares;            /* FI_MULTI_RECV: messages in it not complete yet */
+    uint8_t spent;              /* FI_MULTI_RECV: no longer posted (used up or cancelled);
+                                   released with its last share (on ep->spent_multi) */
+    struct fmfi_op *parent;     /* a share: its multi-receive buffer */
+    uint64_t release_flag;      /* FI_MULTI_RECV on the last completion of the buffer */
 };
 
 /* An unexpected message: its data (eager) or the sender's RTS. */
@@ -340,6 +344,7 @@ struct fmfi_ep {
     struct fmfi_list rx_wait;      /* matched receives waiting for DATA */
     struct fmfi_list ctl_queue;    /* control messages not yet sent */
     struct fmfi_list posted_msg, posted_tag;
+    struct fmfi_list spent_multi; /* multi-receive buffers waiting for their last share */
     struct fmfi_list unexp_msg, unexp_tag;
     struct fmfi_list claimed;      /* FI_CLAIM'ed unexpected messages */
     struct fmfi_list free_ops, free_unexp;

@@ -95,6 +95,14 @@ static void complete(struct fmfi_ep *ep, struct fmfi_op *op, int err)
         fmfi_op_free(ep, op);
         return;
     }
+    /* The last message of a spent multi-receive buffer releases it: not the
+     * one that used it up, while an earlier one may still be arriving. */
+    struct fmfi_op *parent = op->parent;
+    if (parent && --parent->shares == 0 && parent->spent) {
+        op->release_flag = FI_MULTI_RECV;
+        fmfi_list_del(&parent->link);
+        fmfi_op_free(ep, parent);
+    }
     bool rx = op->kind == OP_RECV;
     if (!rx)
         ep->tx_ops--;
@@ -443,14 +451,16 @@ static struct fmfi_op *take_posted(struct fmfi_ep *ep, fm_addr src, const struct
             return NULL;
         size_t room = op->len - op->multi_used;
         *share = (struct fmfi_op){.kind = OP_RECV, .context = op->context, .flags = op->flags,
-                                  .iovcnt = 1, .len = h->len < room ? h->len : room};
+                                  .iovcnt = 1, .len = h->len < room ? h->len : room,
+                                  .parent = op};
         fmfi_list_init(&share->link);
         share->iov[0] = (struct iovec){(char *)op->iov[0].iov_base + op->multi_used, share->len};
         op->multi_used += share->len;
+        op->shares++;
         if (op->len - op->multi_used < ep->min_multi_recv) {
-            share->release_flag = FI_MULTI_RECV;
+            op->spent = 1;
             fmfi_list_del(&op->link);
-            fmfi_op_free(ep, op);
+            fmfi_list_push(&ep->spent_multi, &op->link);
         }
         return share;
     }
@@ -599,7 +609,7 @@ void fmfi_rx_post(struct fmfi_ep *ep, struct fmfi_op *op)
         struct fmfi_op *share = take_posted(ep, ux->src, &ux->hdr);
         if (!share)
             return;
-        bool used_up = share->release_flag != 0;
+        bool used_up = op->spent; /* (its share's completion may free it) */
         fmfi_list_del(&ux->link);
         deliver_unexp(ep, share, ux);
         if (used_up)
@@ -692,6 +702,11 @@ int fmfi_rx_cancel(struct fmfi_ep *ep, void *context)
             if (op->context != context)
                 continue;
             fmfi_list_del(&op->link);
+            if (op->shares) { /* released, with FI_MULTI_RECV, by its last share */
+                op->spent = 1;
+                fmfi_list_push(&ep->spent_multi, &op->link);
+                return 0;
+            }
             op->msg_len = 0;
             complete(ep, op, FI_ECANCELED);
             return 0;
@@ -980,8 +995,9 @@ int fmfi_ep_progress(struct fmfi_ep *ep)
  * report them is gone), and buffered messages are dropped. */
 void fmfi_ep_drain(struct fmfi_ep *ep)
 {
-    struct fmfi_list *ops[] = {&ep->tx_queue,  &ep->tx_wait,    &ep->rx_wait,
-                               &ep->ctl_queue, &ep->posted_tag, &ep->posted_msg};
+    struct fmfi_list *ops[] = {&ep->tx_queue,   &ep->tx_wait,    &ep->rx_wait,
+                               &ep->ctl_queue,  &ep->posted_tag, &ep->posted_msg,
+                               &ep->spent_multi};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         while (!fmfi_list_empty(ops[i])) {
             struct fmfi_op *op = fmfi_container(ops[i]->next, struct fmfi_op, link);
