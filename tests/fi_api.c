@@ -1331,6 +1331,57 @@ static void t_rma(void)
     drop(r8), drop(r1), drop(reg);
 }
 
+/* FI_ORDER_WAR (advertised): a 1 MiB read, then a write of the same bytes,
+ * to one target. The read returns what was there before the write, even
+ * when its answer cannot go whole at once and the write's data arrives
+ * while it streams. */
+static void t_rma_war(void)
+{
+    uint64_t mode = (uint64_t)g.info->domain_attr->mr_mode;
+    struct {
+        uint64_t key, addr;
+    } rem = {0, 0};
+    uint8_t *reg = xmalloc(MIB);
+    if (!g.parent) {
+        struct fid_mr *mr = NULL;
+        fill(reg, MIB, 160);
+        int rc =
+            fi_mr_reg(g.dom, reg, MIB, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xBEEF, 0, &mr, NULL);
+        CHECK_RC(rc, "fi_mr_reg");
+        if (!rc && (mode & FI_MR_ENDPOINT)) {
+            CHECK_RC(fi_mr_bind(mr, &g.ep->fid, 0), "fi_mr_bind");
+            CHECK_RC(fi_mr_enable(mr), "fi_mr_enable");
+        }
+        rem.key = mr ? fi_mr_key(mr) : 0;
+        rem.addr = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg : 0;
+        xsend(&rem, sizeof(rem));
+        barrier(); /* the initiator is done (the barrier progresses us) */
+        CHECK(bad(reg, MIB, 161) < 0, "the write after the read: target memory");
+        if (mr)
+            CHECK_RC(fi_close(&mr->fid), "fi_close mr");
+        drop(reg);
+        return;
+    }
+    CHECK(xrecv(&rem, sizeof(rem), TMO), "no key from the target");
+    fill(reg, MIB, 161);
+    uint8_t *got = xmalloc(MIB);
+    struct fi_context ctx[2];
+    POST(fi_read(g.ep, got, MIB, NULL, g.peer, rem.addr, rem.key, &ctx[0]));
+    POST(fi_write(g.ep, reg, MIB, NULL, g.peer, rem.addr, rem.key, &ctx[1]));
+    for (int n = 0; n < 2 && !g.failed; n++) {
+        struct comp c;
+        if (!get(g.tx, &c, TMO)) {
+            CHECK(0, "%d of 2 RMA completions", n);
+            break;
+        }
+        CHECK(!c.err, "RMA %d: err %d", (int)((struct fi_context *)c.ctx - ctx), c.err);
+    }
+    long b = bad(got, MIB, 160);
+    CHECK(b < 0, "the read before the write returned the write's data from byte %ld", b);
+    barrier();
+    drop(got), drop(reg);
+}
+
 /* CQ formats CONTEXT, MSG, DATA: their fields, entries exactly their size. */
 static void t_cq_formats(void)
 {
@@ -1474,7 +1525,7 @@ int main(void)
     X(getinfo) X(av) X(msg_sizes) X(tagged_sizes) X(iov) X(inject) X(cq_data) X(directed_recv)     \
     X(tag_ignore) X(ordering) X(unexpected) X(backpressure) X(truncation) X(peek_claim_discard)    \
     X(cancel) X(multi_recv) X(multi_recv_late) X(selective_completion) X(counters) X(cq_sread)     \
-    X(rma) X(cq_formats) X(av_remove)
+    X(rma) X(rma_war) X(cq_formats) X(av_remove)
     /* clang-format on */
 #define X(c) {#c, t_##c},
     static const struct {

@@ -300,6 +300,24 @@ static int run_queue(struct fmfi_ep *ep, struct fmfi_list *q)
     return events;
 }
 
+/* A read's answer that cannot go whole now is copied: the answer streams
+ * from the registered memory, and a write the peer sent after its read,
+ * copied in as it comes, would change what the read returns (the provider
+ * advertises FI_ORDER_WAR). Without memory for the copy it streams from
+ * the region, as before. */
+static void keep_answer(struct fmfi_op *op)
+{
+    uint8_t *copy = malloc(op->len);
+    if (!copy) {
+        FMFI_WARN(FI_LOG_EP_DATA, "out of memory for a read's answer: a later write may "
+                                  "show through\n");
+        return;
+    }
+    memcpy(copy + op->done, (uint8_t *)op->iov[0].iov_base + op->done, op->len - op->done);
+    op->iov[0].iov_base = copy;
+    op->inject = copy; /* freed with the op */
+}
+
 void fmfi_tx_start(struct fmfi_ep *ep, struct fmfi_op *op)
 {
     if (op->kind != OP_CTL) {
@@ -317,6 +335,8 @@ void fmfi_tx_start(struct fmfi_ep *ep, struct fmfi_op *op)
             return;
         }
     }
+    if (op->kind == OP_CTL && op->done < op->len)
+        keep_answer(op);
     fmfi_list_push(q, &op->link);
 }
 
