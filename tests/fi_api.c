@@ -1140,6 +1140,43 @@ static void t_multi_recv_late(void)
     msgs_free(m, 2);
 }
 
+/* FI_DELIVERY_COMPLETE on a rendezvous send: its completion means the data
+ * is in the receive buffer (fi_cq(3)). The receiver posts its receive for
+ * an unexpected RTS and then makes no progress for 500 ms: a sender told
+ * "complete" meanwhile must find the data already placed (as a
+ * process_vm_readv receive places it at once), not still in transit. */
+static void t_delivery_complete(void)
+{
+    enum { LEN = 16 * 1024 }; /* a rendezvous on this node (above 8 KiB) that fits a ring */
+    uint8_t *buf = xmalloc(LEN);
+    struct fi_context ctx;
+    char t;
+    if (g.parent) {
+        fill(buf, LEN, 190);
+        barrier();
+        struct iovec v = {buf, LEN};
+        struct fi_msg m = {.msg_iov = &v, .iov_count = 1, .addr = g.peer, .context = &ctx};
+        POST(fi_sendmsg(g.ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+        get_ctx(g.tx, &ctx, 0, NULL, "a FI_DELIVERY_COMPLETE send");
+        xsend("t", 1);
+        barrier();
+        drop(buf);
+        return;
+    }
+    memset(buf, 0, LEN);
+    barrier();
+    progress_for(100); /* its RTS arrives, unexpected */
+    POST(fi_recv(g.ep, buf, LEN, NULL, FI_ADDR_UNSPEC, &ctx));
+    struct pollfd pfd = {g.sock, POLLIN, 0};
+    if (poll(&pfd, 1, 500) == 1) /* the sender says complete, and we did no progress */
+        CHECK(bad(buf, LEN, 190) < 0, "the send completed before its data was delivered");
+    get_ctx(g.rx, &ctx, 0, NULL, "the receive of a FI_DELIVERY_COMPLETE send");
+    CHECK(bad(buf, LEN, 190) < 0, "FI_DELIVERY_COMPLETE send: data differs");
+    CHECK(xrecv(&t, 1, TMO) && t == 't', "no word from the sender");
+    barrier();
+    drop(buf);
+}
+
 /* FI_SELECTIVE_COMPLETION: only sends with FI_COMPLETION are reported;
  * of a multi-receive without it, only the release (fi_msg(3)). */
 static void t_selective_completion(void)
@@ -1525,7 +1562,7 @@ int main(void)
     X(getinfo) X(av) X(msg_sizes) X(tagged_sizes) X(iov) X(inject) X(cq_data) X(directed_recv)     \
     X(tag_ignore) X(ordering) X(unexpected) X(backpressure) X(truncation) X(peek_claim_discard)    \
     X(cancel) X(multi_recv) X(multi_recv_late) X(selective_completion) X(counters) X(cq_sread)     \
-    X(rma) X(rma_war) X(cq_formats) X(av_remove)
+    X(rma) X(rma_war) X(delivery_complete) X(cq_formats) X(av_remove)
     /* clang-format on */
 #define X(c) {#c, t_##c},
     static const struct {

@@ -250,8 +250,11 @@ static int tx_advance(struct fmfi_ep *ep, struct fmfi_op *op)
             op->state = ST_WAIT; /* an ACK ends a write or a DELIVERY_COMPLETE send */
         }
         if (op->state == ST_STREAM && op->done == total) {
-            complete(ep, op, 0);
-            return 0;
+            if (op->kind != OP_SEND || !(op->hdr.flags & FMFI_F_ACKREQ)) {
+                complete(ep, op, 0);
+                return 0;
+            }
+            op->state = ST_WAIT; /* FI_DELIVERY_COMPLETE: the receiver's ACK ends it */
         }
         if (op->state == ST_WAIT) {
             if (op->kind == OP_CTL)
@@ -534,7 +537,7 @@ static void rndv_start(struct fmfi_ep *ep, struct fmfi_op *op, const struct iove
     struct fmfi_hdr cts = {.op = FMFI_CTS, .id = op->hdr.id, .off = op->id, .len = want};
     fmfi_send_ctl(ep, op->src, &cts, NULL, 0);
     if (want == 0)
-        complete_rx(ep, op);
+        rx_done(ep, op);
     else
         fmfi_list_push(&ep->rx_wait, &op->link);
 }
@@ -872,7 +875,7 @@ static void rx_data(struct fmfi_ep *ep, const struct fmfi_hdr *h, const struct i
     op->done += plen;
     if (op->done == op->want) {
         fmfi_list_del(&op->link);
-        complete_rx(ep, op);
+        rx_done(ep, op); /* its ACK, if the sender asked for delivery */
     }
 }
 
