@@ -1504,6 +1504,9 @@ static void t_lost_peer(void)
 {
     if (!g.parent) {
         char b;
+        uint8_t *big = xmalloc(MIB); /* a rendezvous whose data never comes */
+        struct fi_context bc;
+        POST(fi_tsend(g.ep, big, MIB, NULL, g.peer, 0x950, &bc));
         if (xrecv(&b, 1, 3 * TMO))
             raise(SIGKILL);
         _exit(1);
@@ -1518,6 +1521,16 @@ static void t_lost_peer(void)
     bool got = get(g.rx, &c, 3 * TMO);
     CHECK(got && c.ctx == &m[0].ctx && c.err, "the directed receive: %s, err %d",
           got ? "completed" : "no completion", got ? c.err : 0);
+    /* The child's RTS came before its loss, unexpected; its data never
+     * will. A receive for it must not take it (it waited for ever, beyond
+     * fi_cancel's reach): it stays posted until cancelled. */
+    uint8_t *late = xmalloc(MIB);
+    struct fi_context lc;
+    POST(fi_trecv(g.ep, late, MIB, NULL, FI_ADDR_UNSPEC, 0x950, 0, &lc));
+    CHECK(!get(g.rx, &c, 300), "a receive for a lost peer's RTS completed (err %d)", c.err);
+    CHECK(fi_cancel(&g.ep->fid, &lc) == 0, "the receive is no longer posted");
+    get_ctx(g.rx, &lc, FI_ECANCELED, NULL, "the cancelled receive");
+    drop(late);
     for (int n = 0; n < 4 && get(g.tx, &c, 3 * TMO); n++) {
         int i = 1;
         while (i < 5 && c.ctx != &m[i].ctx)

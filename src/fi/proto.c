@@ -939,6 +939,23 @@ static void peer_lost(struct fmfi_ep *ep, fm_addr who)
             fail_op(ep, in->op, FM_EPEERLOST);
         inbound_del(ep, in);
     }
+    /* Its unexpected messages that can never be whole go: an RTS, whose
+     * data was still to come (a receive matched to it later waited for
+     * ever, its CTS having nowhere to go), or an eager one cut short.
+     * Whole ones stay to be received. */
+    struct fmfi_list *unexp[] = {&ep->unexp_tag, &ep->unexp_msg};
+    for (size_t i = 0; i < sizeof(unexp) / sizeof(unexp[0]); i++) {
+        struct fmfi_list *pos, *tmp;
+        fmfi_list_each_safe(pos, tmp, unexp[i])
+        {
+            struct fmfi_unexp *ux = fmfi_container(pos, struct fmfi_unexp, link);
+            if (same_process(ux->src, who) &&
+                (ux->hdr.op == FMFI_RTS || ux->have < ux->hdr.len)) {
+                fmfi_list_del(&ux->link);
+                unexp_free(ep, ux);
+            }
+        }
+    }
 }
 
 void fmfi_rx_message(struct fmfi_ep *ep, fm_addr src, const struct iovec *seg, int nseg,
