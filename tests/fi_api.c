@@ -1287,6 +1287,30 @@ static void t_cq_sread(void)
     msgs_free(m, 1);
 }
 
+/* Where the initiator's RMA goes: the target's key and address. */
+struct remote {
+    uint64_t key, addr;
+};
+
+/* Registers len bytes at reg for remote reads and writes (under key, if
+ * the consumer picks keys) and tells the initiator where they are. */
+static struct fid_mr *expose(uint8_t *reg, size_t len, uint64_t key)
+{
+    uint64_t mode = (uint64_t)g.info->domain_attr->mr_mode;
+    struct fid_mr *mr = NULL;
+    int rc = fi_mr_reg(g.dom, reg, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, key, 0, &mr, NULL);
+    CHECK_RC(rc, "fi_mr_reg");
+    if (!rc && (mode & FI_MR_ENDPOINT)) {
+        CHECK_RC(fi_mr_bind(mr, &g.ep->fid, 0), "fi_mr_bind");
+        CHECK_RC(fi_mr_enable(mr), "fi_mr_enable");
+    }
+    /* fi_mr(3): virtual addresses with FI_MR_VIRT_ADDR, else offsets. */
+    struct remote rem = {mr ? fi_mr_key(mr) : 0,
+                         (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg : 0};
+    xsend(&rem, sizeof(rem));
+    return mr;
+}
+
 /* RMA: writes and reads of 8 B and 1 MiB, writedata, and refused ones (a
  * wrong key, past the end) that fail at the initiator only. */
 static void t_rma(void)
@@ -1296,26 +1320,12 @@ static void t_rma(void)
         size_t off, len;
         unsigned seed;
     } w[] = {{0, 8, 151}, {4096, MIB, 152}, {100, 64, 153}, {16, 8, 154}};
-    uint64_t mode = (uint64_t)g.info->domain_attr->mr_mode;
-    struct {
-        uint64_t key, addr;
-    } rem = {0, 0};
+    struct remote rem = {0, 0};
     uint8_t *reg = xmalloc(REG);
     if (!g.parent) {
-        struct fid_mr *mr = NULL;
         memset(reg, 0, REG);
         fill(reg + RD, MIB, 150);
-        int rc =
-            fi_mr_reg(g.dom, reg, REG, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xC0DE, 0, &mr, NULL);
-        CHECK_RC(rc, "fi_mr_reg");
-        if (!rc && (mode & FI_MR_ENDPOINT)) {
-            CHECK_RC(fi_mr_bind(mr, &g.ep->fid, 0), "fi_mr_bind");
-            CHECK_RC(fi_mr_enable(mr), "fi_mr_enable");
-        }
-        /* fi_mr(3): virtual addresses with FI_MR_VIRT_ADDR, else offsets. */
-        rem.key = mr ? fi_mr_key(mr) : 0;
-        rem.addr = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg : 0;
-        xsend(&rem, sizeof(rem));
+        struct fid_mr *mr = expose(reg, REG, 0xC0DE);
         struct comp c;
         if (get_ctx(g.rx, NULL, 0, &c, "fi_writedata at the target")) {
             uint64_t want = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
@@ -1374,24 +1384,11 @@ static void t_rma(void)
  * while it streams. */
 static void t_rma_war(void)
 {
-    uint64_t mode = (uint64_t)g.info->domain_attr->mr_mode;
-    struct {
-        uint64_t key, addr;
-    } rem = {0, 0};
+    struct remote rem = {0, 0};
     uint8_t *reg = xmalloc(MIB);
     if (!g.parent) {
-        struct fid_mr *mr = NULL;
         fill(reg, MIB, 160);
-        int rc =
-            fi_mr_reg(g.dom, reg, MIB, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xBEEF, 0, &mr, NULL);
-        CHECK_RC(rc, "fi_mr_reg");
-        if (!rc && (mode & FI_MR_ENDPOINT)) {
-            CHECK_RC(fi_mr_bind(mr, &g.ep->fid, 0), "fi_mr_bind");
-            CHECK_RC(fi_mr_enable(mr), "fi_mr_enable");
-        }
-        rem.key = mr ? fi_mr_key(mr) : 0;
-        rem.addr = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg : 0;
-        xsend(&rem, sizeof(rem));
+        struct fid_mr *mr = expose(reg, MIB, 0xBEEF);
         barrier(); /* the initiator is done (the barrier progresses us) */
         CHECK(bad(reg, MIB, 161) < 0, "the write after the read: target memory");
         if (mr)
