@@ -1035,6 +1035,14 @@ static void t_cancel(void)
     msgs_free(m, 3);
 }
 
+/* Posts len bytes at big as a multi-receive buffer of context mc. */
+static void post_multi(uint8_t *big, size_t len, struct fi_context *mc)
+{
+    struct iovec iov = {big, len};
+    struct fi_msg fm = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = mc};
+    POST(fi_recvmsg(g.ep, &fm, FI_MULTI_RECV));
+}
+
 /* FI_MULTI_RECV: 64 KiB take 1000-byte messages until less than
  * FI_OPT_MIN_MULTI_RECV is left, then the rest go to other receives. */
 static void t_multi_recv(void)
@@ -1058,9 +1066,7 @@ static void t_multi_recv(void)
           "fi_getopt FI_OPT_MIN_MULTI_RECV: %zu", got);
     uint8_t *big = xmalloc(BUF);
     struct fi_context mc;
-    struct iovec iov = {big, BUF};
-    struct fi_msg fm = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mc};
-    POST(fi_recvmsg(g.ep, &fm, FI_MULTI_RECV));
+    post_multi(big, BUF, &mc);
     barrier();
     int k = 0;
     size_t end = 0; /* where the last message ended */
@@ -1112,9 +1118,7 @@ static void t_multi_recv_late(void)
              "fi_setopt FI_OPT_MIN_MULTI_RECV");
     uint8_t *big = xmalloc(BUF);
     struct fi_context mc;
-    struct iovec iov = {big, BUF};
-    struct fi_msg fm = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mc};
-    POST(fi_recvmsg(g.ep, &fm, FI_MULTI_RECV));
+    post_multi(big, BUF, &mc);
     barrier();
     int k = 0;
     struct comp c;
