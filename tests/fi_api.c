@@ -1531,6 +1531,12 @@ static void t_lost_peer(void)
     CHECK(!get(g.rx, &c, 300), "a receive for a lost peer's RTS completed (err %d)", c.err);
     CHECK(fi_cancel(&g.ep->fid, &lc) == 0, "the receive is no longer posted");
     get_ctx(g.rx, &lc, FI_ECANCELED, NULL, "the cancelled receive");
+    /* A receive directed at the peer after its loss fails at once, as one
+     * posted before it did. */
+    POST(fi_trecv(g.ep, late, 64, NULL, g.peer, 0x960, 0, &lc));
+    got = get(g.rx, &c, TMO);
+    CHECK(got && c.ctx == &lc && c.err, "a receive directed at a lost peer: %s, err %d",
+          got ? "completed" : "no completion", got ? c.err : 0);
     drop(late);
     for (int n = 0; n < 4 && get(g.tx, &c, 3 * TMO); n++) {
         int i = 1;

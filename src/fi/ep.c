@@ -195,6 +195,7 @@ static int ep_close(struct fid *fid)
         free(fmfi_container(l, struct fmfi_op, link));
     }
     free(ep->inb);
+    free(ep->lost);
     __atomic_sub_fetch(&dom->refs, 1, __ATOMIC_RELAXED);
     fmfi_unlock(dom);
     free(ep);

@@ -354,6 +354,8 @@ struct fmfi_ep {
     size_t tx_ops;                 /* sends and RMA ops not completed: at most FMFI_QUEUE_SIZE */
     size_t nunexp;                 /* unexpected messages held */
     uint64_t dropped;              /* malformed or foreign messages, dropped */
+    fm_addr *lost;                 /* peers whose loss was handled, their last messages read */
+    size_t nlost, lost_cap;
 };
 
 /* xfer.c: the data transfer tables (msg, tagged, rma) of an endpoint. */

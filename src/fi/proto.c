@@ -57,6 +57,33 @@ static struct fmfi_op *find_id(struct fmfi_list *q, uint64_t id)
 
 static bool same_process(fm_addr a, fm_addr b) { return (a >> 32) == (b >> 32); }
 
+/* Whether who's loss was handled (everything it sent has been read), and
+ * the peer is not back (a named peer may come back with its index). */
+static bool is_lost(const struct fmfi_ep *ep, fm_addr who)
+{
+    for (size_t i = 0; i < ep->nlost; i++)
+        if (same_process(ep->lost[i], who))
+            return !fm_core_peer_up(ep->dom->ctx, fm_addr_rank_of(who));
+    return false;
+}
+
+/* Remembers a lost peer, for receives directed at it later. (Without
+ * memory a later directed receive waits, as before.) */
+static void note_lost(struct fmfi_ep *ep, fm_addr who)
+{
+    if (is_lost(ep, who))
+        return;
+    if (ep->nlost == ep->lost_cap) {
+        size_t cap = ep->lost_cap ? 2 * ep->lost_cap : 4;
+        fm_addr *a = realloc(ep->lost, cap * sizeof(*a));
+        if (!a)
+            return;
+        ep->lost = a;
+        ep->lost_cap = cap;
+    }
+    ep->lost[ep->nlost++] = who;
+}
+
 /* ---- completions ------------------------------------------------------------------ */
 
 static uint64_t op_cq_flags(const struct fmfi_op *op)
@@ -621,6 +648,9 @@ void fmfi_rx_post(struct fmfi_ep *ep, struct fmfi_op *op)
         if ((ux = find_unexp(ep, op))) {
             fmfi_list_del(&ux->link);
             deliver_unexp(ep, op, ux);
+        } else if (op->peer != FM_ADDR_NONE && is_lost(ep, op->peer)) {
+            op->msg_len = 0; /* nothing more comes from it: fails as at its loss */
+            fail_op(ep, op, FM_EPEERLOST);
         } else {
             fmfi_list_push(posted_list(ep, op->tagged), &op->link);
         }
@@ -914,6 +944,7 @@ static void rx_answer(struct fmfi_ep *ep, const struct fmfi_hdr *h, const struct
 /* A peer process is gone: everything towards it or from it fails. */
 static void peer_lost(struct fmfi_ep *ep, fm_addr who)
 {
+    note_lost(ep, who);
     struct fmfi_list *queues[] = {&ep->tx_queue, &ep->tx_wait, &ep->rx_wait, &ep->ctl_queue,
                                   &ep->posted_tag, &ep->posted_msg};
     for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
