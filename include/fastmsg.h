@@ -25,8 +25,10 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define FM_API __attribute__((visibility("default")))
+#define FM_NORETURN __attribute__((noreturn))
 #else
 #define FM_API
+#define FM_NORETURN
 #endif
 
 /* Most segments fm_recv fills for one message. */
@@ -59,6 +61,13 @@ FM_API int fm_init(fm_ctx **ctx);
  * peer stay readable there; sends towards this process then fail with
  * FM_EPEERLOST. Not collective. */
 FM_API int fm_finalize(fm_ctx *ctx);
+
+/* Ends the whole job, like MPI_Abort: asks the launcher to end every rank,
+ * with `status` as the job's exit status where the launcher takes one
+ * (fmrun, mpiexec.hydra, PMIx), then exits this process with `status`
+ * without running atexit handlers. Does not return. Without a launcher
+ * (a singleton) only this process ends. */
+FM_API FM_NORETURN void fm_abort(fm_ctx *ctx, int status);
 
 FM_API int fm_rank(const fm_ctx *ctx);
 FM_API int fm_size(const fm_ctx *ctx);

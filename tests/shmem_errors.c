@@ -7,10 +7,13 @@
  * addr: a put to a stack variable (not symmetric)
  * heap: shmem_malloc beyond SHMEM_SYMMETRIC_SIZE: NULL and a message naming it
  * die:  the last PE kills itself while the others wait in a barrier
+ * exit STATUS: PE 1 calls shmem_global_exit(STATUS) while the others wait in
+ *       a barrier: every PE ends and the job's status is STATUS
  */
 #include <shmem.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,7 +21,7 @@ static long target;
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    if (argc < 2)
         return 2;
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
@@ -50,6 +53,13 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         shmem_barrier_all(); /* never completes: PE n-1 is gone */
         fprintf(stderr, "FAIL: a barrier completed without PE %d\n", n - 1);
+        return 1;
+    } else if (!strcmp(argv[1], "exit") && argc == 3) {
+        shmem_barrier_all();
+        if (me == 1)
+            shmem_global_exit(atoi(argv[2]));
+        shmem_barrier_all(); /* never completes: PE 1 ended the job */
+        fprintf(stderr, "FAIL: PE %d ran on after shmem_global_exit\n", me);
         return 1;
     } else {
         return 2;

@@ -3,12 +3,13 @@
 #   shmem_test.sh errors FMRUN ERRORS_PROGRAM
 #       bad use ends the job with one clear line: a PE out of range, an
 #       address that is not symmetric, an exhausted heap, a PE that dies
-#       (on this node, and across the network with the server threads)
+#       (on this node, and across the network with the server threads);
+#       shmem_global_exit ends every PE with its status
 #   [ERRORS=ERRORS_PROGRAM] shmem_test.sh netns FMRUN PROGRAM...
 #       each program across two hosts made of network namespaces, 2 PEs on
 #       each (half of every PE's peers on its node, half across the
 #       network), over one rail and over two; with ERRORS, a PE of one host
-#       killed in a barrier
+#       killed in a barrier, and one calling shmem_global_exit
 # Creates what it needs and removes it after; fails if anything is left in
 # /dev/shm.
 set -u
@@ -24,7 +25,8 @@ check() { # check NAME COMMAND...
 shm_before=$(ls -A /dev/shm | sort)
 
 # expect NAME STATUS PATTERN [ENV=V...] -- fmrun args: runs the job with a
-# time limit; the status must match (0 or "fail") and stderr must contain PATTERN.
+# time limit; the status must match (a number, or "fail" for any but 0) and
+# stderr must contain PATTERN.
 expect() {
   local name=$1 want=$2 pattern=$3
   shift 3
@@ -38,7 +40,7 @@ expect() {
     echo "  $name: hung (no end after 60 s)" >&2
     return 1
   fi
-  if { [ "$want" = 0 ] && [ $rc -ne 0 ]; } || { [ "$want" = fail ] && [ $rc -eq 0 ]; }; then
+  if { [ "$want" = fail ] && [ $rc -eq 0 ]; } || { [ "$want" != fail ] && [ $rc -ne "$want" ]; }; then
     echo "  $name: status $rc, wanted $want; stderr: $err" >&2
     return 1
   fi
@@ -62,6 +64,12 @@ errors)
   # Without the launcher's help: the survivors see the loss themselves.
   check "a dead PE on this node: the others end with its number" \
     expect die-local fail "PE 2 died" FM_LOG=error -- "$FMRUN" --keep-going -n 3 "$prog" die
+  check "shmem_global_exit(0) ends every PE, and the job with 0" \
+    expect exit0 0 "rank 1 asked to end the job with status 0" FM_LOG=error -- \
+    "$FMRUN" -n 3 "$prog" exit 0
+  check "shmem_global_exit(3) ends every PE, and the job with 3" \
+    expect exit3 3 "rank 1 asked to end the job with status 3" FM_LOG=error FM_SHMEM_LOCAL=0 \
+    FM_TRANSPORTS=udp -- "$FMRUN" -n 3 "$prog" exit 3
   check "a dead PE across the network: the others end with its number" \
     expect die-net fail "PE 2 died" FM_LOG=error FM_SHMEM_LOCAL=0 FM_TRANSPORTS=udp \
     FM_NET_TIMEOUT_MS=1000 -- "$FMRUN" --keep-going -n 3 "$prog" die
@@ -87,6 +95,10 @@ netns)
     check "a dead PE on another host: the others end with its number" \
       expect die-hosts fail "PE 3 died" FM_RAILS="$(rails_spec 0)" FM_LOG=error \
       FM_NET_TIMEOUT_MS=1000 -- "$FMRUN" --keep-going "${launch[@]}" -n 4 "$ERRORS" die
+    # PE 1 (host A) ends the job: its request reaches fmrun over TCP.
+    check "shmem_global_exit(5) on one host ends the PEs of both, and the job with 5" \
+      expect exit-hosts 5 "rank 1 asked to end the job with status 5" \
+      FM_RAILS="$(rails_spec 0)" FM_LOG=error -- "$FMRUN" "${launch[@]}" -n 4 "$ERRORS" exit 5
   fi
   ;;
 *)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #define FM_BOOT_VAL_MAX 1024 /* longest value every launcher accepts */
+#define FM_BOOT_ABORT_WAIT_MS 5000 /* an abort waits this long for the launcher */
 
 struct fm_boot;
 
@@ -24,6 +25,11 @@ struct fm_boot_ops {
     /* Reads key as published by `rank` (after a fence). FM_EBOOT if missing. */
     int (*get)(struct fm_boot *b, int rank, const char *key, char *val, size_t len);
     int (*finalize)(struct fm_boot *b);
+    /* Asks the launcher to end every rank of the job, with `status` as the
+     * job's exit status where the protocol carries one, and returns once
+     * the launcher has taken the request (or after a few seconds). NULL
+     * where there is no launcher to ask (a singleton). */
+    void (*abort)(struct fm_boot *b, int status);
 };
 
 struct fm_boot {

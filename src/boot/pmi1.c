@@ -99,12 +99,24 @@ static int pmi1_finalize(struct fm_boot *b)
     return rc;
 }
 
+/* fmrun and hydra end the job with exitcode as its status. fmrun closes
+ * the connection once it has the request, so this process does not exit
+ * before its launcher knows why. */
+static void pmi1_abort(struct fm_boot *b, int status)
+{
+    char req[64];
+    snprintf(req, sizeof(req), "cmd=abort exitcode=%d\n", status);
+    if (b->pmi.fd >= 0 && fm_pmi_conn_write(&b->pmi, req, strlen(req)) == 0)
+        fm_pmi_conn_await_close(&b->pmi, FM_BOOT_ABORT_WAIT_MS);
+}
+
 static const struct fm_boot_ops pmi1_ops = {
     .name = "pmi1",
     .put = pmi1_put,
     .fence = pmi1_fence,
     .get = pmi1_get,
     .finalize = pmi1_finalize,
+    .abort = pmi1_abort,
 };
 
 /* Reads the "cmd=set name=N" the launcher sends after initack in port mode. */

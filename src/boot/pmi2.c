@@ -35,6 +35,17 @@ static void start(struct pmi2_call *c, const char *cmd)
     add(c, "cmd", cmd);
 }
 
+/* Sends the request as one frame: its length, then its bytes. */
+static int send_frame(struct fm_boot *b, const struct pmi2_call *c)
+{
+    char hdr[FM_PMI2_HDR + 1];
+    snprintf(hdr, sizeof(hdr), "%-6zu", c->len);
+    if (fm_pmi_conn_write(&b->pmi, hdr, FM_PMI2_HDR) < 0 ||
+        fm_pmi_conn_write(&b->pmi, c->req, c->len) < 0)
+        return -1;
+    return 0;
+}
+
 /*
  * Sends the request and reads the reply, which must be cmd=expect with
  * rc=0. Returns 0, FM_EBOOT on a broken exchange (with a message), or 1 if
@@ -42,14 +53,11 @@ static void start(struct pmi2_call *c, const char *cmd)
  */
 static int call(struct fm_boot *b, struct pmi2_call *c, const char *expect)
 {
-    char hdr[FM_PMI2_HDR + 1];
-    snprintf(hdr, sizeof(hdr), "%-6zu", c->len);
-    if (fm_pmi_conn_write(&b->pmi, hdr, FM_PMI2_HDR) < 0 ||
-        fm_pmi_conn_write(&b->pmi, c->req, c->len) < 0) {
+    if (send_frame(b, c) < 0) {
         fm_error("boot", "pmi2: the connection to the launcher is gone");
         return FM_EBOOT;
     }
-    char *end = hdr;
+    char hdr[FM_PMI2_HDR + 1], *end = hdr;
     long n = 0;
     if (fm_pmi_conn_bytes(&b->pmi, hdr, FM_PMI2_HDR) == 0) {
         hdr[FM_PMI2_HDR] = '\0';
@@ -149,12 +157,26 @@ static int pmi2_finalize(struct fm_boot *b)
     return rc;
 }
 
+/* PMI-2's abort has no reply and carries no status: the launcher ends the
+ * job, and the status is this process's own exit. */
+static void pmi2_abort(struct fm_boot *b, int status)
+{
+    struct pmi2_call c;
+    (void)status;
+    start(&c, "abort");
+    add(&c, "isworld", "TRUE");
+    add(&c, "msg", "fm_abort");
+    if (b->pmi.fd >= 0 && send_frame(b, &c) == 0)
+        fm_pmi_conn_await_close(&b->pmi, FM_BOOT_ABORT_WAIT_MS);
+}
+
 static const struct fm_boot_ops pmi2_ops = {
     .name = "pmi2",
     .put = pmi2_put,
     .fence = pmi2_fence,
     .get = pmi2_get,
     .finalize = pmi2_finalize,
+    .abort = pmi2_abort,
 };
 
 static int int_of(const struct pmi2_call *c, const char *key, int *out)

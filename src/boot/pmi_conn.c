@@ -4,10 +4,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 int fm_parse_count(const char *s, int *out)
@@ -167,4 +169,26 @@ int fm_pmi_conn_bytes(struct fm_pmi_conn *c, char *out, size_t n)
     memcpy(out, c->buf, n);
     consume(c, n);
     return 0;
+}
+
+void fm_pmi_conn_await_close(struct fm_pmi_conn *c, int timeout_ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long waited = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (waited >= timeout_ms)
+            return;
+        int ready = poll(&p, 1, (int)(timeout_ms - waited));
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            return;
+        char sink[256];
+        ssize_t n = read(c->fd, sink, sizeof(sink));
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return;
+    }
 }

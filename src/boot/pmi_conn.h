@@ -32,6 +32,9 @@ int fm_pmi_conn_write(struct fm_pmi_conn *c, const char *p, size_t len);
 int fm_pmi_conn_line(struct fm_pmi_conn *c, char *line, size_t max);
 /* Exactly n bytes. */
 int fm_pmi_conn_bytes(struct fm_pmi_conn *c, char *out, size_t n);
+/* Waits up to timeout_ms for the launcher to close the connection, reading
+ * and dropping whatever it sends meanwhile. */
+void fm_pmi_conn_await_close(struct fm_pmi_conn *c, int timeout_ms);
 
 /* A decimal number in [0, 2^30] (a rank, a size): 0, or -1 when s is NULL
  * or not such a number. */

@@ -31,6 +31,7 @@ static struct {
     pmix_status_t (*fence)(const pmix_proc_t *, size_t, const pmix_info_t *, size_t);
     pmix_status_t (*get)(const pmix_proc_t *, const char *, const pmix_info_t *, size_t,
                          pmix_value_t **);
+    pmix_status_t (*abort)(int, const char *, pmix_proc_t *, size_t);
     void (*value_destruct)(pmix_value_t *);
     const char *(*error_string)(pmix_status_t);
 } px;
@@ -102,12 +103,21 @@ static int pmix_finalize(struct fm_boot *b)
     return s == PMIX_SUCCESS ? 0 : FM_EBOOT;
 }
 
+/* Returns when the PMIx server has acted on it (it may end this process
+ * first); the status becomes the job's where the launcher reports one. */
+static void pmix_abort(struct fm_boot *b, int status)
+{
+    (void)b;
+    px.abort(status, "fm_abort", NULL, 0);
+}
+
 static const struct fm_boot_ops pmix_ops = {
     .name = "pmix",
     .put = pmix_put,
     .fence = pmix_fence,
     .get = pmix_get,
     .finalize = pmix_finalize,
+    .abort = pmix_abort,
 };
 
 static int load(char *err, size_t errlen)
@@ -133,6 +143,7 @@ static int load(char *err, size_t errlen)
     SYM(commit, "PMIx_Commit")
     SYM(fence, "PMIx_Fence")
     SYM(get, "PMIx_Get")
+    SYM(abort, "PMIx_Abort")
     SYM(value_destruct, "PMIx_Value_destruct")
     SYM(error_string, "PMIx_Error_string")
 #undef SYM

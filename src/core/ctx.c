@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A node is a kernel and a network namespace: processes in different
@@ -302,6 +303,21 @@ int fm_finalize(fm_ctx *ctx)
                 fm_links[i]->stats(ctx, ctx->link_state[i], stderr);
     ctx_free(ctx);
     return 0;
+}
+
+void fm_abort(fm_ctx *ctx, int status)
+{
+    fflush(NULL);
+    /* A thread in the middle of a bootstrap call holds the lock; its
+     * exchange cannot be interleaved with ours, so after a second the
+     * process only exits, and the launcher sees that. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    if (ctx && ctx->boot.ops && ctx->boot.ops->abort &&
+        pthread_mutex_timedlock(&ctx->boot_lock, &until) == 0)
+        ctx->boot.ops->abort(&ctx->boot, status);
+    _exit(status);
 }
 
 int fm_rank(const fm_ctx *ctx) { return ctx ? ctx->rank : FM_EINVAL; }

@@ -219,6 +219,7 @@ void shmem_finalize(void)
         fmshmem_am_fini();
     fm_ep_close(S.client);
     fm_finalize(S.ctx);
+    S.ctx = NULL;
     fmshmem_heap_fini();
     fmshmem_segments_destroy();
     free(S.local);
@@ -227,9 +228,10 @@ void shmem_finalize(void)
 
 void shmem_global_exit(int status)
 {
-    fflush(stdout);
-    fflush(stderr);
-    /* A non-zero status makes the launcher end the other PEs. */
+    /* Every PE ends, and the job's status is this one, 0 included. */
+    if (S.ctx)
+        fm_abort(S.ctx, status);
+    fflush(NULL);
     _exit(status);
 }
 

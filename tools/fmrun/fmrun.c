@@ -95,7 +95,7 @@ static void usage(FILE *f)
             "  -V, --version       the fastmsg version\n"
             "\n"
             "The exit status is that of the first rank that failed (128+signal when\n"
-            "killed), or 0.\n",
+            "killed) or asked to end the job (fm_abort, shmem_global_exit), or 0.\n",
             prog_name, INIT_WARN_S);
 }
 
@@ -707,6 +707,20 @@ static void rank_exited(struct job *j, int i, int st, long long now)
     }
 }
 
+/* A rank asked to end the job (fm_abort, shmem_global_exit, MPI_Abort): its
+ * status, 0 included, becomes the job's unless a rank failed before, and
+ * --keep-going does not apply. */
+static void rank_aborted(struct job *j, int i, int code, long long now)
+{
+    fprintf(stderr, "%s: rank %d asked to end the job with status %d\n", prog_name, i, code);
+    if (j->first_fail < 0) {
+        j->first_fail = i;
+        j->code = code;
+    }
+    if (!j->kill_at)
+        end_job(j, now);
+}
+
 static void handle_signals(struct job *j, int sfd, long long now)
 {
     struct signalfd_siginfo si;
@@ -848,8 +862,10 @@ static void event_loop(struct job *j, int sfd)
             }
         }
         for (int i = 0, k = lend; i < n; i++, k += 3) {
-            if (pfd[k].fd >= 0 && pfd[k].revents)
-                pmi_server_input(j->pmi, i);
+            int code;
+            if (pfd[k].fd >= 0 && pfd[k].revents && pmi_server_input(j->pmi, i) < 0 &&
+                pmi_server_aborted(j->pmi, i, &code))
+                rank_aborted(j, i, code, now);
             for (int w = 1; w <= 2; w++)
                 if (pfd[k + w].fd >= 0 && pfd[k + w].revents)
                     forward_output(&j->ranks[i], i, w, pfd[k + w].fd);

@@ -20,6 +20,8 @@ struct client {
     int finalized;
     int in_barrier;
     int exited;
+    int aborted;    /* asked to end the job, with abort_code as its status */
+    int abort_code;
     size_t len;
     char buf[FM_PMI_LINE_MAX + 1];
 };
@@ -238,6 +240,12 @@ static int handle(struct pmi_server *s, int rank, char *line)
         reply(s, rank, "cmd=finalize_ack");
         barrier_check(s);
     } else if (strcmp(cmd, "abort") == 0) {
+        /* No reply: closing the connection tells the rank it was heard. */
+        const char *code = fm_pmi_get(&m, "exitcode");
+        char *end;
+        long v = code ? strtol(code, &end, 10) : 1;
+        c->aborted = 1;
+        c->abort_code = code && *code && !*end ? (int)(v & 0xff) : 1;
         return -1;
     } else {
         reply(s, rank, "cmd=%s_result rc=-1 msg=unknown_command", cmd);
@@ -280,6 +288,12 @@ int pmi_server_input(struct pmi_server *s, int rank)
         return -1;
     }
     return 0;
+}
+
+int pmi_server_aborted(const struct pmi_server *s, int rank, int *code)
+{
+    *code = s->c[rank].abort_code;
+    return s->c[rank].aborted;
 }
 
 void pmi_server_rank_exited(struct pmi_server *s, int rank)

@@ -26,6 +26,10 @@ void pmi_server_attach_by_port(struct pmi_server *s, int rank, int fd);
  * connection closed or it broke the protocol (the fd is then closed). */
 int pmi_server_input(struct pmi_server *s, int rank);
 
+/* Whether the rank asked to end the job (PMI abort); *code is the status
+ * it gave (1 when it gave none). */
+int pmi_server_aborted(const struct pmi_server *s, int rank, int *code);
+
 /* The rank's process is gone: a barrier it never entered fails for the
  * others instead of waiting forever. */
 void pmi_server_rank_exited(struct pmi_server *s, int rank);
