@@ -78,6 +78,15 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 
 /* ---- sending ---- */
 
+/* A reply that finds its initiator's ring full, with more requests queued
+ * at the server: fm_wait returns at once for those. Blocked up to
+ * SEND_SPIN_NS is flow control (the initiator drains the ring as it waits),
+ * after that the initiator is computing, and the server naps, longer each
+ * time: a full ring then costs it no CPU. */
+#define SEND_SPIN_NS 200000
+#define SEND_NAP_MIN_NS 20000
+#define SEND_NAP_MAX_NS 1000000
+
 /* Sends one message: header and payload, the payload as a series of
  * messages if the ring takes a prefix at a time (each with its own header,
  * the offset advanced). `ep` is the client (application thread) or the
@@ -86,7 +95,8 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
                      int pe)
 {
     const char *p = payload;
-    uint64_t last_check = 0;
+    uint64_t last_check = 0, blocked_since = 0;
+    long nap = SEND_NAP_MIN_NS;
     /* Until the header went with the last of the payload: a message of a
      * header alone that found no room is tried again too (a FLUSH or its
      * reply dropped so left its initiator in shmem_quiet for ever). */
@@ -102,6 +112,8 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
             h.off += take;
             if (!len)
                 return;
+            blocked_since = 0;
+            nap = SEND_NAP_MIN_NS;
             continue;
         }
         if (g >= 0)
@@ -123,8 +135,17 @@ static void send_msg(fm_ep *ep, fm_addr dst, struct am_hdr h, const void *payloa
          * not wait on each other's full reply rings. */
         if (!on_server_thread)
             fmshmem_am_poll();
-        fm_wait(ep, 5);
         uint64_t now = fm_now_ns();
+        if (!blocked_since)
+            blocked_since = now;
+        if (ep == S.server && now - blocked_since > SEND_SPIN_NS) {
+            struct timespec ts = {0, nap};
+            nanosleep(&ts, NULL);
+            nap = FM_MIN(nap * 2, SEND_NAP_MAX_NS);
+            fm_progress(S.ctx); /* reads the acks and credits that make room */
+        } else {
+            fm_wait(ep, 5);
+        }
         if (!on_server_thread && now - last_check > 100000000u) {
             fmshmem_check_peers();
             last_check = now;
