@@ -1505,9 +1505,10 @@ static void t_lost_peer(void)
 {
     if (!g.parent) {
         char b;
-        uint8_t *big = xmalloc(MIB); /* a rendezvous whose data never comes */
-        struct fi_context bc;
-        POST(fi_tsend(g.ep, big, MIB, NULL, g.peer, 0x950, &bc));
+        uint8_t *big = xmalloc(MIB); /* rendezvous whose data never comes */
+        struct fi_context bc[2];
+        POST(fi_tsend(g.ep, big, MIB, NULL, g.peer, 0x950, &bc[0]));
+        POST(fi_tsend(g.ep, big, MIB, NULL, g.peer, 0x951, &bc[1]));
         if (xrecv(&b, 1, 3 * TMO))
             raise(SIGKILL);
         _exit(1);
@@ -1516,6 +1517,9 @@ static void t_lost_peer(void)
     struct msg *m = msgs(5, len, 0x900, 170);
     POST(fi_trecv(g.ep, m[0].buf, 64, NULL, g.peer, 0x900, 0, &m[0].ctx));
     msgs_send(g.ep, g.peer, m + 1, 4);
+    /* The child's second rendezvous is held with FI_CLAIM before it dies. */
+    struct fi_context claim;
+    peek_found(0x951, FI_CLAIM, &claim, MIB);
     xsend("k", 1);
     uint64_t t0 = now_ms();
     struct comp c;
@@ -1536,6 +1540,11 @@ static void t_lost_peer(void)
     POST(fi_trecv(g.ep, late, 64, NULL, g.peer, 0x960, 0, &lc));
     got = get(g.rx, &c, TMO);
     CHECK(got && c.ctx == &lc && c.err, "a receive directed at a lost peer: %s, err %d",
+          got ? "completed" : "no completion", got ? c.err : 0);
+    /* So does the receive that claims the held rendezvous (it waited). */
+    struct msg held = {.buf = late, .len = MIB};
+    got = peek(0x951, FI_CLAIM, &claim, &held, &c);
+    CHECK(got && c.err, "claiming a lost peer's rendezvous: %s, err %d",
           got ? "completed" : "no completion", got ? c.err : 0);
     drop(late);
     for (int n = 0; n < 4 && get(g.tx, &c, 3 * TMO); n++) {

@@ -308,6 +308,7 @@ struct fmfi_unexp {
     struct fmfi_hdr hdr;             /* EAGER or RTS as it came */
     size_t have;                     /* eager bytes arrived so far */
     void *claim_context;             /* FI_CLAIM: the context that holds it */
+    bool orphaned;                   /* claimed, and its sender lost before it was whole */
     struct iovec riov[FMFI_IOV_MAX]; /* RTS: the sender's buffers (CMA) */
     uint8_t *buf;                    /* eager: the data, hdr.len bytes */
     uint8_t small[256];              /* buf for a small message */

@@ -583,6 +583,7 @@ static struct fmfi_unexp *unexp_new(struct fmfi_ep *ep, size_t len)
         return NULL;
     }
     ux->claim_context = NULL;
+    ux->orphaned = false;
     ux->have = 0;
     ep->nunexp++;
     ux->buf = len <= sizeof(ux->small) ? ux->small : malloc(len);
@@ -730,9 +731,16 @@ void fmfi_rx_claim(struct fmfi_ep *ep, struct fmfi_op *op)
         if (ux->claim_context != op->context)
             continue;
         fmfi_list_del(&ux->link);
-        if (op->flags & FI_DISCARD) {
-            op->src = ux->src;
-            op->hdr = ux->hdr;
+        op->src = ux->src;
+        op->hdr = ux->hdr;
+        if (ux->orphaned) { /* nothing more comes: dropped, or failed */
+            op->msg_len = op->len = 0;
+            unexp_free(ep, ux);
+            if (op->flags & FI_DISCARD)
+                complete(ep, op, 0);
+            else
+                fail_op(ep, op, FM_EPEERLOST);
+        } else if (op->flags & FI_DISCARD) {
             op->msg_len = op->len = 0;
             discard(ep, ux);
             complete(ep, op, 0);
@@ -973,15 +981,20 @@ static void peer_lost(struct fmfi_ep *ep, fm_addr who)
     /* Its unexpected messages that can never be whole go: an RTS, whose
      * data was still to come (a receive matched to it later waited for
      * ever, its CTS having nowhere to go), or an eager one cut short.
-     * Whole ones stay to be received. */
-    struct fmfi_list *unexp[] = {&ep->unexp_tag, &ep->unexp_msg};
+     * Whole ones stay to be received. A claimed one stays for the receive
+     * that claims it, which then fails. */
+    struct fmfi_list *unexp[] = {&ep->unexp_tag, &ep->unexp_msg, &ep->claimed};
     for (size_t i = 0; i < sizeof(unexp) / sizeof(unexp[0]); i++) {
         struct fmfi_list *pos, *tmp;
         fmfi_list_each_safe(pos, tmp, unexp[i])
         {
             struct fmfi_unexp *ux = fmfi_container(pos, struct fmfi_unexp, link);
-            if (same_process(ux->src, who) &&
-                (ux->hdr.op == FMFI_RTS || ux->have < ux->hdr.len)) {
+            if (!same_process(ux->src, who) ||
+                (ux->hdr.op != FMFI_RTS && ux->have == ux->hdr.len))
+                continue;
+            if (unexp[i] == &ep->claimed) {
+                ux->orphaned = true;
+            } else {
                 fmfi_list_del(&ux->link);
                 unexp_free(ep, ux);
             }
