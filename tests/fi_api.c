@@ -564,6 +564,18 @@ static void t_getinfo(void)
         if (!rc)
             fi_freeinfo(info);
     }
+    /* A node that resolves is served (names go out of band); one that does
+     * not has no path to it (fabtests' negative unit tests). */
+    h->caps = FI_TAGGED;
+    h->ep_attr->type = FI_EP_RDM;
+    const char *node[] = {"127.0.0.1", "no-such-host.invalid"};
+    for (int i = 0; i < 2; i++) {
+        info = NULL;
+        rc = fi_getinfo(VER, node[i], "9228", 0, h, &info);
+        CHECK(i ? rc == -FI_ENODATA : rc == 0, "node %s: %d", node[i], rc);
+        if (!rc)
+            fi_freeinfo(info);
+    }
     fi_freeinfo(h);
 }
 

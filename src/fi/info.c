@@ -9,13 +9,15 @@
  * attributes cannot honour a hint is dropped, and why is logged at
  * FI_LOG_CORE info level (FI_LOG_LEVEL=info FI_LOG_SUBSYS=core).
  *
- * node, service and the FI_SOURCE flag are ignored rather than refused:
  * fastmsg names are opaque FMFI_ADDRLEN-byte blobs from fi_getname, which
- * consumers exchange out of band (fi_pingpong sends them over its TCP
- * control socket), so there is no host name to resolve and src_addr and
- * dest_addr stay NULL. A dest_addr in the hints (fi_pingpong's client sets
- * the server's name there) is not needed either: the consumer inserts the
- * name into its AV itself.
+ * consumers exchange out of band (fi_pingpong and fabtests' -E/-b send them
+ * over a TCP control socket), so no host and port lead to an endpoint's
+ * name: src_addr and dest_addr stay NULL, and service and FI_SOURCE are
+ * ignored. A node is checked, though: one that does not resolve has no
+ * fabric path to it (-FI_ENODATA, as fabtests' negative tests expect),
+ * where an info for it would only fail later, at fi_av_insert. A dest_addr
+ * in the hints (fi_pingpong's client sets the server's name there) is not
+ * needed: the consumer inserts the name into its AV itself.
  */
 #include "fmfi.h"
 
@@ -23,6 +25,7 @@
  * 1.17 to 2.x. */
 #define FMFI_CORE_PROV_ONLY (1ULL << 59)
 
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -417,11 +420,25 @@ static struct fi_info *make_info(uint32_t version, const struct kind *k, const s
     return fi;
 }
 
+/* Whether a host name or address resolves (no port asked: see the top). */
+static bool resolves(const char *node)
+{
+    struct addrinfo want = {.ai_family = AF_UNSPEC}, *res = NULL;
+    int rc = getaddrinfo(node, NULL, &want, &res);
+    if (rc) {
+        refuse(NULL, "node '%s' does not resolve: %s", node, gai_strerror(rc));
+        return false;
+    }
+    freeaddrinfo(res);
+    return true;
+}
+
 int fmfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                  const struct fi_info *hints, struct fi_info **info)
 {
-    (void)node; /* see the top of the file */
-    (void)service;
+    (void)service; /* see the top of the file */
+    if (node && !resolves(node))
+        return -FI_ENODATA;
     /* libfabric's utility providers ask with this (internal) flag for core
      * providers to layer on; fastmsg's endpoints are reliable already, so
      * ofi_rxd over our DGRAM would only add a second reliability layer,
