@@ -54,7 +54,10 @@ out=$(FM_KEY=install-test-$$ FM_NAMES_LINGER_MS=200 "$prefix/names_hello")
 for f in include/shmem.h lib/libfmshmem.so lib/pkgconfig/fastmsg-shmem.pc bin/oshcc bin/oshrun; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
 done
-"$prefix/bin/oshcc" -Wall -Werror $san "$src/examples/shmem_ring.c" -o "$prefix/ring"
+# CC=oshcc, as `configure CC=oshcc` exports it: oshcc must not run itself.
+CC="$prefix/bin/oshcc" timeout 60 "$prefix/bin/oshcc" -Wall -Werror $san \
+  "$src/examples/shmem_ring.c" -o "$prefix/ring" ||
+  { echo "FAIL: oshcc with CC=oshcc (status $?)" >&2; exit 1; }
 # shellcheck disable=SC2046
 cc -Wall -Werror $san "$src/examples/shmem_ring.c" $(pkg-config --cflags --libs fastmsg-shmem) \
    -o "$prefix/ring_pc"
