@@ -181,6 +181,27 @@ void fmshmem_test_progress(void)
         fmshmem_am_poll();
 }
 
+/* Where the next test_any or wait_until_any on an array starts to look:
+ * after the element the last call on it returned, so that repeated calls
+ * return each satisfying element in turn (the spec: a series of calls must
+ * eventually return every index that satisfies the test). Kept for a few
+ * arrays at once, by address: a program may poll several in alternation. */
+#define ANY_ARRAYS 16
+static struct {
+    const void *ivars;
+    size_t next;
+} any_at[ANY_ARRAYS];
+
+static size_t *any_next(const void *ivars)
+{
+    size_t h = ((uintptr_t)ivars / 8) % ANY_ARRAYS;
+    if (any_at[h].ivars != ivars) {
+        any_at[h].ivars = ivars;
+        any_at[h].next = 0;
+    }
+    return &any_at[h].next;
+}
+
 static void check_cmp(int cmp, const char *what)
 {
     if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
@@ -209,26 +230,33 @@ static void check_cmp(int cmp, const char *what)
         shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, cmp_value);                                 \
     }                                                                                          \
     /* The vector forms: values[i] (vec) or the one value. Returns how many  \
-     * of the unmasked, not yet reported elements now satisfy it; those go  \
-     * to indices (some), or the first to *first (any). */                   \
+     * of the unmasked elements now satisfy it; those go to indices (some). */ \
     static size_t N##_scan(T *ivars, size_t nelems, const int *status, int cmp, const T *vals, \
-                           T val, size_t *indices, size_t *first, bool *done)                  \
+                           T val, size_t *indices)                                             \
     {                                                                                          \
         size_t n = 0;                                                                          \
         for (size_t i = 0; i < nelems; i++) {                                                  \
-            if ((status && status[i]) || (done && done[i]))                                    \
+            if (status && status[i])                                                           \
                 continue;                                                                      \
             if (N##_ok(&ivars[i], cmp, vals ? vals[i] : val)) {                                \
-                if (indices)                                                           \
+                if (indices)                                                                   \
                     indices[n] = i;                                                            \
-                if (first && n == 0)                                                           \
-                    *first = i;                                                                \
-                if (done)                                                                      \
-                    done[i] = true;                                                            \
                 n++;                                                                           \
             }                                                                                  \
         }                                                                                      \
         return n;                                                                              \
+    }                                                                                          \
+    /* The first unmasked element from `start` on, round the end, that now   \
+     * satisfies it; SIZE_MAX if none. */                                    \
+    static size_t N##_first(T *ivars, size_t nelems, const int *status, int cmp,              \
+                            const T *vals, T val, size_t start)                                \
+    {                                                                                          \
+        for (size_t k = 0; k < nelems; k++) {                                                  \
+            size_t i = (start + k) % nelems;                                                   \
+            if (!(status && status[i]) && N##_ok(&ivars[i], cmp, vals ? vals[i] : val))        \
+                return i;                                                                      \
+        }                                                                                      \
+        return SIZE_MAX;                                                                       \
     }                                                                                          \
     static size_t N##_active(size_t nelems, const int *status)                                 \
     {                                                                                          \
@@ -240,7 +268,7 @@ static void check_cmp(int cmp, const char *what)
     static int N##_all(T *ivars, size_t nelems, const int *status, int cmp, const T *vals,     \
                        T val)                                                                  \
     {                                                                                          \
-        return N##_scan(ivars, nelems, status, cmp, vals, val, NULL, NULL, NULL) ==            \
+        return N##_scan(ivars, nelems, status, cmp, vals, val, NULL) ==                        \
                N##_active(nelems, status);                                                     \
     }                                                                                          \
     void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp,       \
@@ -275,13 +303,16 @@ static void check_cmp(int cmp, const char *what)
         size_t first = SIZE_MAX;                                                               \
         if (N##_active(nelems, status) == 0)                                                   \
             return first;                                                                      \
+        size_t *next = any_next(ivars), start = *next % nelems;                                \
         if (wait)                                                                              \
-            FMSHMEM_WAIT_WHILE(!N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first,  \
-                                         NULL));                                               \
+            FMSHMEM_WAIT_WHILE((first = N##_first(ivars, nelems, status, cmp, vals, val,       \
+                                                  start)) == SIZE_MAX);                        \
         else {                                                                                 \
             fmshmem_test_progress();                                                           \
-            N##_scan(ivars, nelems, status, cmp, vals, val, NULL, &first, NULL);               \
+            first = N##_first(ivars, nelems, status, cmp, vals, val, start);                   \
         }                                                                                      \
+        if (first != SIZE_MAX)                                                                 \
+            *next = first + 1;                                                                 \
         return first;                                                                          \
     }                                                                                          \
     size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp,     \
@@ -315,11 +346,11 @@ static void check_cmp(int cmp, const char *what)
         if (N##_active(nelems, status) == 0)                                                   \
             return 0;                                                                          \
         if (wait)                                                                              \
-            FMSHMEM_WAIT_WHILE((n = N##_scan(ivars, nelems, status, cmp, vals, val, indices,   \
-                                             NULL, NULL)) == 0);                               \
+            FMSHMEM_WAIT_WHILE((n = N##_scan(ivars, nelems, status, cmp, vals, val,            \
+                                             indices)) == 0);                                  \
         else {                                                                                 \
             fmshmem_test_progress();                                                           \
-            n = N##_scan(ivars, nelems, status, cmp, vals, val, indices, NULL, NULL);          \
+            n = N##_scan(ivars, nelems, status, cmp, vals, val, indices);                      \
         }                                                                                      \
         return n;                                                                              \
     }                                                                                          \

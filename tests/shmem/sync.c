@@ -366,6 +366,20 @@ static void wait_sets(void)
                      0x5, "shmem_long_wait_until_some_vector");
     expect_index_set(idx, shmem_long_test_some_vector(ivars, NV, idx, NULL, SHMEM_CMP_EQ, some02),
                      0x5, "shmem_long_test_some_vector");
+    /* With every element set, a series of test_any (and wait_until_any)
+     * calls must return each index in turn, not the first one for ever. */
+    unsigned tested = 0, waited = 0;
+    for (int k = 0; k < 2 * NV; k++) {
+        size_t t = shmem_long_test_any(ivars, NV, NULL, SHMEM_CMP_EQ, 1);
+        tested |= t < NV ? 1u << t : 0;
+    }
+    for (int k = 0; k < 2 * NV; k++) {
+        size_t w = shmem_long_wait_until_any(ivars, NV, NULL, SHMEM_CMP_EQ, 1);
+        waited |= w < NV ? 1u << w : 0;
+    }
+    expect_eq(tested, 0xF, "indices shmem_long_test_any returned in %d calls (bit mask)", 2 * NV);
+    expect_eq(waited, 0xF, "indices shmem_long_wait_until_any returned in %d calls (bit mask)",
+              2 * NV);
     shmem_barrier_all();
 }
 
