@@ -131,20 +131,25 @@ extern shmem_team_t SHMEM_TEAM_SHARED;
     X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)                 \
     X(unsigned long, ulong) X(unsigned long long, ulonglong)
 #define FMSHMEM_G_AMO_BIT_TYPES(X)                                                            \
-    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)          \
+    X(int32_t, int32) X(int64_t, int64)
 #define FMSHMEM_G_AMO_STD_TYPES(X)                                                            \
-    X(int, int) X(long, long) X(long long, longlong) FMSHMEM_G_AMO_BIT_TYPES(X)
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)                  \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong)
 #define FMSHMEM_G_AMO_EXT_TYPES(X) FMSHMEM_G_AMO_STD_TYPES(X) X(float, float) X(double, double)
 #define FMSHMEM_G_SYNC_TYPES(X)                                                               \
     X(short, short) X(int, int) X(long, long) X(long long, longlong)                        \
     X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)                 \
     X(unsigned long long, ulonglong)
 #define FMSHMEM_G_REDUCE_BIT_TYPES(X)                                                         \
-    X(unsigned char, uchar) X(unsigned short, ushort) FMSHMEM_G_AMO_BIT_TYPES(X)
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)                 \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)                \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64)
 #define FMSHMEM_G_REDUCE_CMP_TYPES(X)                                                         \
     X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long)           \
-    X(long long, longlong) FMSHMEM_G_REDUCE_BIT_TYPES(X) X(float, float) X(double, double)  \
-    X(long double, longdouble)
+    X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort)                \
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)          \
+    X(float, float) X(double, double) X(long double, longdouble)
 #define FMSHMEM_G_REDUCE_ARITH_TYPES(X)                                                       \
     FMSHMEM_G_REDUCE_CMP_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
 #define FMSHMEM_SIZES(X) X(8) X(16) X(32) X(64) X(128)
@@ -438,6 +443,26 @@ void fmshmem_bad_type(void);
 #define FMSHMEM_GA_fetch_xor_nbi(T, N) T * : shmem_##N##_atomic_fetch_xor_nbi,
 #define FMSHMEM_GA_xor(T, N) T * : shmem_##N##_atomic_xor,
 #define FMSHMEM_AMO_G(LIST, OP, p) _Generic((p), LIST(FMSHMEM_GA_##OP) default: fmshmem_bad_type)
+/* The deprecated generic atomics (before 1.4's shmem_atomic_*). */
+#define FMSHMEM_G_OLD_STD_TYPES(X) X(int, int) X(long, long) X(long long, longlong)
+#define FMSHMEM_G_OLD_EXT_TYPES(X) FMSHMEM_G_OLD_STD_TYPES(X) X(float, float) X(double, double)
+#define FMSHMEM_GO_fetch(T, N) T * : shmem_##N##_fetch, const T * : shmem_##N##_fetch,
+#define FMSHMEM_GO_set(T, N) T * : shmem_##N##_set,
+#define FMSHMEM_GO_swap(T, N) T * : shmem_##N##_swap,
+#define FMSHMEM_GO_cswap(T, N) T * : shmem_##N##_cswap,
+#define FMSHMEM_GO_fadd(T, N) T * : shmem_##N##_fadd,
+#define FMSHMEM_GO_finc(T, N) T * : shmem_##N##_finc,
+#define FMSHMEM_GO_add(T, N) T * : shmem_##N##_add,
+#define FMSHMEM_GO_inc(T, N) T * : shmem_##N##_inc,
+#define FMSHMEM_OLD_G(LIST, OP, p) _Generic((p), LIST(FMSHMEM_GO_##OP) default: fmshmem_bad_type)
+#define shmem_fetch(src, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_EXT_TYPES, fetch, src)(src, __VA_ARGS__)
+#define shmem_set(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_EXT_TYPES, set, dest)(dest, __VA_ARGS__)
+#define shmem_swap(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_EXT_TYPES, swap, dest)(dest, __VA_ARGS__)
+#define shmem_cswap(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, cswap, dest)(dest, __VA_ARGS__)
+#define shmem_fadd(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, fadd, dest)(dest, __VA_ARGS__)
+#define shmem_finc(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, finc, dest)(dest, __VA_ARGS__)
+#define shmem_add(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, add, dest)(dest, __VA_ARGS__)
+#define shmem_inc(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, inc, dest)(dest, __VA_ARGS__)
 #define shmem_atomic_fetch(src, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, fetch, src)(src, __VA_ARGS__)
 #define shmem_atomic_set(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, set, dest)(dest, __VA_ARGS__)
 #define shmem_atomic_swap(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, swap, dest)(dest, __VA_ARGS__)
@@ -518,6 +543,10 @@ void fmshmem_bad_type(void);
 #define shmem_min_reduce(team, dest, ...) _Generic((dest), FMSHMEM_G_REDUCE_CMP_TYPES(FMSHMEM_GRD_min) default: fmshmem_bad_type)(team, dest, __VA_ARGS__)
 #define shmem_sum_reduce(team, dest, ...) _Generic((dest), FMSHMEM_G_REDUCE_ARITH_TYPES(FMSHMEM_GRD_sum) default: fmshmem_bad_type)(team, dest, __VA_ARGS__)
 #define shmem_prod_reduce(team, dest, ...) _Generic((dest), FMSHMEM_G_REDUCE_ARITH_TYPES(FMSHMEM_GRD_prod) default: fmshmem_bad_type)(team, dest, __VA_ARGS__)
+/* shmem_sync(team) is 1.5's generic name of shmem_team_sync; with four
+ * arguments it is the deprecated active-set shmem_sync. */
+#define FMSHMEM_PICK5(a, b, c, d, NAME, ...) NAME
+#define shmem_sync(...) FMSHMEM_PICK5(__VA_ARGS__, shmem_sync, _, _, shmem_team_sync, _)(__VA_ARGS__)
 #endif /* C11 */
 
 #endif /* FMSHMEM_SHMEM_H */

@@ -192,4 +192,9 @@ DEF_AMO_OLD_EXT(long, long)
 DEF_AMO_OLD_EXT(long long, longlong)
 DEF_AMO_OLD_EXT(float, float)
 DEF_AMO_OLD_EXT(double, double)
-long shmem_swap(long *dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
+/* The SGI name; C11 callers reach the typed swaps through shmem.h's
+ * generic shmem_swap, which the parentheses keep out of this definition. */
+long (shmem_swap)(long *dest, long value, int pe)
+{
+    return shmem_long_atomic_swap(dest, value, pe);
+}

@@ -5,7 +5,8 @@
  * standard AMO types; fetch, set and swap for float and double; fetch_{and,or,xor} and
  * {and,or,xor} for the bitwise AMO types; the C11 generic names; the deprecated
  * shmem_int_{fetch,set,swap,cswap,finc,inc,fadd,add}; with 1.5 headers, the nonblocking
- * fetching AMOs.  Then a hammer (every PE adds to one counter on PE 0 and one on the last
+ * fetching AMOs, the bitwise generics on int32_t and int64_t, and the deprecated generic
+ * names (shmem_swap on an int swaps 4 bytes).  Then a hammer (every PE adds to one counter on PE 0 and one on the last
  * PE, final values exact) and compare_swap elections (exactly one winner per round).
  *
  * In the per-type sequences every PE operates on its right neighbour only, so the values
@@ -243,6 +244,11 @@ static long gen_long;
 static unsigned int gen_uint;
 static double gen_double;
 
+#if HAVE_1_5
+static int32_t gen_i32;
+static int64_t gen_i64;
+#endif
+
 static void generic(void)
 {
     shmem_atomic_set(&gen_long, 100L, right);
@@ -264,12 +270,36 @@ static void generic(void)
     shmem_quiet();
     expect_fp(shmem_atomic_swap(&gen_double, 4.0, right), 0.5, "shmem_atomic_swap(double)");
     expect_fp(shmem_atomic_fetch(&gen_double, right), 4.0, "shmem_atomic_fetch(double)");
+#if HAVE_1_5
+    /* The bitwise generics take int32_t and int64_t too (1.5, Table 7). */
+    shmem_atomic_set(&gen_i32, (int32_t)0x0F, right);
+    shmem_quiet();
+    expect_eq(shmem_atomic_fetch_or(&gen_i32, (int32_t)0x30, right), 0x0F,
+              "shmem_atomic_fetch_or(int32_t)");
+    shmem_atomic_and(&gen_i32, (int32_t)0x3C, right);
+    shmem_quiet();
+    expect_eq(shmem_atomic_fetch_xor(&gen_i32, (int32_t)0x01, right), 0x3C,
+              "shmem_atomic_and/fetch_xor(int32_t)");
+    shmem_atomic_set(&gen_i64, (int64_t)1 << 40, right);
+    shmem_quiet();
+    shmem_atomic_xor(&gen_i64, (int64_t)3, right);
+    shmem_quiet();
+    expect_eq(shmem_atomic_fetch_and(&gen_i64, ~(int64_t)1, right), ((int64_t)1 << 40) | 3,
+              "shmem_atomic_xor/fetch_and(int64_t)");
+#endif
 }
 
 /* Deprecated since 1.4 but still part of 1.5; only the int forms are exercised. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static int dep_int;
+static struct {
+    int word, guard;
+} dep_pair = {0, 0x5A5A5A5A};
+#define dep_int dep_pair.word
+#define dep_guard dep_pair.guard
+#if HAVE_1_5
+static double dep_double;
+#endif
 
 static void deprecated(void)
 {
@@ -290,6 +320,25 @@ static void deprecated(void)
     shmem_int_add(&dep_int, -3, right);
     shmem_quiet();
     expect_eq(shmem_int_fetch(&dep_int, right), 34, "shmem_int_add");
+#if HAVE_1_5
+    /* Their generic names, on an int (4 bytes: a swap of a long's 8 would
+     * show in dep_guard) and a double. */
+    shmem_set(&dep_int, 7, right);
+    shmem_quiet();
+    expect_eq(shmem_swap(&dep_int, 8, right), 7, "shmem_swap(int)");
+    expect_eq(shmem_cswap(&dep_int, 8, 9, right), 8, "shmem_cswap(int)");
+    expect_eq(shmem_finc(&dep_int, right), 9, "shmem_finc(int)");
+    shmem_inc(&dep_int, right);
+    shmem_add(&dep_int, 10, right);
+    shmem_quiet();
+    expect_eq(shmem_fadd(&dep_int, 1, right), 21, "shmem_inc/add/fadd(int)");
+    expect_eq(shmem_fetch(&dep_int, right), 22, "shmem_fetch(int)");
+    expect_eq(shmem_int_g(&dep_guard, right), 0x5A5A5A5A, "the word after a swapped int");
+    shmem_set(&dep_double, 1.5, right);
+    shmem_quiet();
+    expect_fp(shmem_swap(&dep_double, 2.5, right), 1.5, "shmem_swap(double)");
+    expect_fp(shmem_fetch(&dep_double, right), 2.5, "shmem_fetch(double)");
+#endif
 }
 #pragma GCC diagnostic pop
 

@@ -7,7 +7,7 @@
  * shmem_{collect,fcollect,alltoall,alltoalls}mem, the typed broadcast, collect, fcollect,
  * alltoall and alltoalls, and the reductions of the team-reduction table (on the world team
  * every type and operation out of place and every type once in place; a sample on the split
- * teams).
+ * teams); the generic and/or/xor reductions on int8_t to int64_t, and shmem_sync(team).
  *
  * Active sets, with any headers: shmem_barrier, shmem_sync, shmem_broadcast32/64,
  * shmem_collect32/64, shmem_fcollect32/64, shmem_alltoall32/64, shmem_alltoalls32/64 and
@@ -452,9 +452,43 @@ static void split_teams(void)
     shmem_barrier_all();
 }
 
+/* The generic names of the bitwise reductions on the signed fixed-width
+ * types, and shmem_sync(team), 1.5's generic name of shmem_team_sync. */
+#define GENERIC_BITWISE(T)                                                                         \
+    {                                                                                              \
+        T *src = take(sizeof(T)), *dst = take(3 * sizeof(T)), or_all = 0, xor_all = 0;             \
+                                                                                                   \
+        for (int p = 0; p < npes; p++) {                                                           \
+            or_all |= (T)(1 << p % 7);                                                             \
+            xor_all ^= (T)(p + 1);                                                                 \
+        }                                                                                          \
+        *src = (T)(1 << me % 7);                                                                   \
+        expect_ok(shmem_or_reduce(SHMEM_TEAM_WORLD, &dst[0], src, 1), "shmem_or_reduce(" #T ")"); \
+        *src = (T)~(1 << me % 7);                                                                  \
+        expect_ok(shmem_and_reduce(SHMEM_TEAM_WORLD, &dst[1], src, 1),                             \
+                  "shmem_and_reduce(" #T ")");                                                     \
+        *src = (T)(me + 1);                                                                        \
+        expect_ok(shmem_xor_reduce(SHMEM_TEAM_WORLD, &dst[2], src, 1),                             \
+                  "shmem_xor_reduce(" #T ")");                                                     \
+        expect_eq(dst[0], or_all, "shmem_or_reduce(" #T ")");                                      \
+        expect_eq(dst[1], (T)~or_all, "shmem_and_reduce(" #T ")");                                 \
+        expect_eq(dst[2], xor_all, "shmem_xor_reduce(" #T ")");                                    \
+    }
+
+static void generic_bitwise(void)
+{
+    GENERIC_BITWISE(int8_t)
+    GENERIC_BITWISE(int16_t)
+    GENERIC_BITWISE(int32_t)
+    GENERIC_BITWISE(int64_t)
+    expect_eq(shmem_sync(SHMEM_TEAM_WORLD), 0, "shmem_sync(SHMEM_TEAM_WORLD)");
+    team_rewind(SHMEM_TEAM_WORLD);
+}
+
 static void teams(void)
 {
     world_and_shared();
+    generic_bitwise();
 
     team_mem(SHMEM_TEAM_WORLD, me, npes, 100);
     team_rewind(SHMEM_TEAM_WORLD);
