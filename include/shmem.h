@@ -165,6 +165,8 @@ int shmem_n_pes(void);
 int shmem_pe_accessible(int pe);
 int shmem_addr_accessible(const void *addr, int pe);
 void *shmem_ptr(const void *dest, int pe);
+/* OpenSHMEM 1.6's: shmem_ptr with pe numbered in team. */
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
 /* Deprecated names. */
@@ -275,6 +277,107 @@ FMSHMEM_DECL_AMO_OLD_EXT(long long, longlong)
 FMSHMEM_DECL_AMO_OLD_EXT(float, float)
 FMSHMEM_DECL_AMO_OLD_EXT(double, double)
 long shmem_swap(long *dest, long value, int pe);
+
+/* ---- contexts ---- */
+/* A context is a view of this PE's one communication path, with its PEs
+ * numbered in a team: its operations are the default context's, ordered
+ * and completed with them (stronger than the spec asks). */
+typedef struct fmshmem_ctx *shmem_ctx_t;
+extern struct fmshmem_ctx fmshmem_ctx_default;
+#define SHMEM_CTX_DEFAULT (&fmshmem_ctx_default)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_SERIALIZED 1L
+#define SHMEM_CTX_PRIVATE 2L
+#define SHMEM_CTX_NOSTORE 4L
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+#define FMSHMEM_DECL_CTX_RMA(T, N)                                                             \
+    void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
+    void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,     \
+                                 int pe);                                                      \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                         \
+    void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst,        \
+                              ptrdiff_t sst, size_t nelems, int pe);                           \
+    void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
+    void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,     \
+                                 int pe);                                                      \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);                             \
+    void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst,        \
+                              ptrdiff_t sst, size_t nelems, int pe);                           \
+    void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,  \
+                                    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);  \
+    void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source,             \
+                                        size_t nelems, uint64_t *sig_addr, uint64_t signal,    \
+                                        int sig_op, int pe);
+FMSHMEM_RMA_TYPES(FMSHMEM_DECL_CTX_RMA)
+#define FMSHMEM_DECL_CTX_RMA_SIZE(S)                                                           \
+    void shmem_ctx_put##S(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,      \
+                          int pe);                                                             \
+    void shmem_ctx_put##S##_nbi(shmem_ctx_t ctx, void *dest, const void *source,               \
+                                size_t nelems, int pe);                                        \
+    void shmem_ctx_get##S(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,      \
+                          int pe);                                                             \
+    void shmem_ctx_get##S##_nbi(shmem_ctx_t ctx, void *dest, const void *source,               \
+                                size_t nelems, int pe);                                        \
+    void shmem_ctx_iput##S(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst,     \
+                           ptrdiff_t sst, size_t nelems, int pe);                              \
+    void shmem_ctx_iget##S(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst,     \
+                           ptrdiff_t sst, size_t nelems, int pe);                              \
+    void shmem_ctx_put##S##_signal(shmem_ctx_t ctx, void *dest, const void *source,            \
+                                   size_t nelems, uint64_t *sig_addr, uint64_t signal,         \
+                                   int sig_op, int pe);                                        \
+    void shmem_ctx_put##S##_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source,        \
+                                       size_t nelems, uint64_t *sig_addr, uint64_t signal,     \
+                                       int sig_op, int pe);
+FMSHMEM_SIZES(FMSHMEM_DECL_CTX_RMA_SIZE)
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                             uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source,
+                                 size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op,
+                                 int pe);
+#define FMSHMEM_DECL_CTX_AMO_EXT(T, N)                                                         \
+    T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);                  \
+    void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, int pe); \
+    void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);                  \
+    void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value, int pe);
+#define FMSHMEM_DECL_CTX_AMO_STD(T, N)                                                         \
+    T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value, int pe);  \
+    void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T cond,   \
+                                                 T value, int pe);                             \
+    T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);                      \
+    void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest, int pe);     \
+    void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);                         \
+    T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe);             \
+    void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,     \
+                                              int pe);                                         \
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);
+#define FMSHMEM_DECL_CTX_AMO_BIT(T, N)                                                         \
+    T shmem_ctx_##N##_atomic_fetch_and(shmem_ctx_t ctx, T *dest, T value, int pe);             \
+    void shmem_ctx_##N##_atomic_fetch_and_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,     \
+                                              int pe);                                         \
+    void shmem_ctx_##N##_atomic_and(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_ctx_##N##_atomic_fetch_or(shmem_ctx_t ctx, T *dest, T value, int pe);              \
+    void shmem_ctx_##N##_atomic_fetch_or_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,      \
+                                             int pe);                                          \
+    void shmem_ctx_##N##_atomic_or(shmem_ctx_t ctx, T *dest, T value, int pe);                 \
+    T shmem_ctx_##N##_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, T value, int pe);             \
+    void shmem_ctx_##N##_atomic_fetch_xor_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,     \
+                                              int pe);                                         \
+    void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T *dest, T value, int pe);
+FMSHMEM_AMO_EXT_TYPES(FMSHMEM_DECL_CTX_AMO_EXT)
+FMSHMEM_AMO_STD_TYPES(FMSHMEM_DECL_CTX_AMO_STD)
+FMSHMEM_AMO_BIT_TYPES(FMSHMEM_DECL_CTX_AMO_BIT)
 
 /* ---- ordering and point-to-point synchronization ---- */
 void shmem_fence(void);
@@ -409,16 +512,35 @@ void fmshmem_bad_type(void);
 #define FMSHMEM_GR_iget(T, N) T * : shmem_##N##_iget,
 #define FMSHMEM_GR_put_signal(T, N) T * : shmem_##N##_put_signal,
 #define FMSHMEM_GR_put_signal_nbi(T, N) T * : shmem_##N##_put_signal_nbi,
-#define shmem_put(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_put) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_put_nbi(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_put_nbi) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_p(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_p) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_iput(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_iput) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_get(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_get) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_get_nbi(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_get_nbi) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_g(src, ...) _Generic((src), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_g) default: fmshmem_bad_type)(src, __VA_ARGS__)
-#define shmem_iget(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_iget) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_put_signal(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_put_signal) default: fmshmem_bad_type)(dest, __VA_ARGS__)
-#define shmem_put_signal_nbi(dest, ...) _Generic((dest), FMSHMEM_G_RMA_TYPES(FMSHMEM_GR_put_signal_nbi) default: fmshmem_bad_type)(dest, __VA_ARGS__)
+#define FMSHMEM_GRC_put(T, N) T * : shmem_ctx_##N##_put,
+#define FMSHMEM_GRC_put_nbi(T, N) T * : shmem_ctx_##N##_put_nbi,
+#define FMSHMEM_GRC_p(T, N) T * : shmem_ctx_##N##_p,
+#define FMSHMEM_GRC_iput(T, N) T * : shmem_ctx_##N##_iput,
+#define FMSHMEM_GRC_get(T, N) T * : shmem_ctx_##N##_get,
+#define FMSHMEM_GRC_get_nbi(T, N) T * : shmem_ctx_##N##_get_nbi,
+#define FMSHMEM_GRC_g(T, N) T * : shmem_ctx_##N##_g, const T * : shmem_ctx_##N##_g,
+#define FMSHMEM_GRC_iget(T, N) T * : shmem_ctx_##N##_iget,
+#define FMSHMEM_GRC_put_signal(T, N) T * : shmem_ctx_##N##_put_signal,
+#define FMSHMEM_GRC_put_signal_nbi(T, N) T * : shmem_ctx_##N##_put_signal_nbi,
+/* A generic whose first argument may be a context: the function is then
+ * chosen by the type of the second. */
+#define FMSHMEM_ARG0(a, ...) a
+#define FMSHMEM_CTX_G(LIST, GR, GRC, first, ...)                                                  \
+    _Generic((first), shmem_ctx_t: _Generic((FMSHMEM_ARG0(__VA_ARGS__, 0)), LIST(GRC)               \
+                                            default: fmshmem_bad_type),                            \
+             default: _Generic((first), LIST(GR) default: fmshmem_bad_type))
+#define FMSHMEM_RMA_G(OP, ...)                                                                     \
+    FMSHMEM_CTX_G(FMSHMEM_G_RMA_TYPES, FMSHMEM_GR_##OP, FMSHMEM_GRC_##OP, __VA_ARGS__)
+#define shmem_put(...) FMSHMEM_RMA_G(put, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_put_nbi(...) FMSHMEM_RMA_G(put_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_p(...) FMSHMEM_RMA_G(p, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_iput(...) FMSHMEM_RMA_G(iput, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_get(...) FMSHMEM_RMA_G(get, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_get_nbi(...) FMSHMEM_RMA_G(get_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_g(...) FMSHMEM_RMA_G(g, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_iget(...) FMSHMEM_RMA_G(iget, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_put_signal(...) FMSHMEM_RMA_G(put_signal, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_put_signal_nbi(...) FMSHMEM_RMA_G(put_signal_nbi, __VA_ARGS__)(__VA_ARGS__)
 
 #define FMSHMEM_GA_fetch(T, N) T * : shmem_##N##_atomic_fetch, const T * : shmem_##N##_atomic_fetch,
 #define FMSHMEM_GA_fetch_nbi(T, N) T * : shmem_##N##_atomic_fetch_nbi,
@@ -442,7 +564,30 @@ void fmshmem_bad_type(void);
 #define FMSHMEM_GA_fetch_xor(T, N) T * : shmem_##N##_atomic_fetch_xor,
 #define FMSHMEM_GA_fetch_xor_nbi(T, N) T * : shmem_##N##_atomic_fetch_xor_nbi,
 #define FMSHMEM_GA_xor(T, N) T * : shmem_##N##_atomic_xor,
-#define FMSHMEM_AMO_G(LIST, OP, p) _Generic((p), LIST(FMSHMEM_GA_##OP) default: fmshmem_bad_type)
+#define FMSHMEM_GAC_fetch(T, N) T * : shmem_ctx_##N##_atomic_fetch, const T * : shmem_ctx_##N##_atomic_fetch,
+#define FMSHMEM_GAC_fetch_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_nbi,
+#define FMSHMEM_GAC_set(T, N) T * : shmem_ctx_##N##_atomic_set,
+#define FMSHMEM_GAC_swap(T, N) T * : shmem_ctx_##N##_atomic_swap,
+#define FMSHMEM_GAC_swap_nbi(T, N) T * : shmem_ctx_##N##_atomic_swap_nbi,
+#define FMSHMEM_GAC_compare_swap(T, N) T * : shmem_ctx_##N##_atomic_compare_swap,
+#define FMSHMEM_GAC_compare_swap_nbi(T, N) T * : shmem_ctx_##N##_atomic_compare_swap_nbi,
+#define FMSHMEM_GAC_fetch_inc(T, N) T * : shmem_ctx_##N##_atomic_fetch_inc,
+#define FMSHMEM_GAC_fetch_inc_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_inc_nbi,
+#define FMSHMEM_GAC_inc(T, N) T * : shmem_ctx_##N##_atomic_inc,
+#define FMSHMEM_GAC_fetch_add(T, N) T * : shmem_ctx_##N##_atomic_fetch_add,
+#define FMSHMEM_GAC_fetch_add_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_add_nbi,
+#define FMSHMEM_GAC_add(T, N) T * : shmem_ctx_##N##_atomic_add,
+#define FMSHMEM_GAC_fetch_and(T, N) T * : shmem_ctx_##N##_atomic_fetch_and,
+#define FMSHMEM_GAC_fetch_and_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_and_nbi,
+#define FMSHMEM_GAC_and(T, N) T * : shmem_ctx_##N##_atomic_and,
+#define FMSHMEM_GAC_fetch_or(T, N) T * : shmem_ctx_##N##_atomic_fetch_or,
+#define FMSHMEM_GAC_fetch_or_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_or_nbi,
+#define FMSHMEM_GAC_or(T, N) T * : shmem_ctx_##N##_atomic_or,
+#define FMSHMEM_GAC_fetch_xor(T, N) T * : shmem_ctx_##N##_atomic_fetch_xor,
+#define FMSHMEM_GAC_fetch_xor_nbi(T, N) T * : shmem_ctx_##N##_atomic_fetch_xor_nbi,
+#define FMSHMEM_GAC_xor(T, N) T * : shmem_ctx_##N##_atomic_xor,
+#define FMSHMEM_AMO_G(LIST, OP, ...)                                                               \
+    FMSHMEM_CTX_G(LIST, FMSHMEM_GA_##OP, FMSHMEM_GAC_##OP, __VA_ARGS__)
 /* The deprecated generic atomics (before 1.4's shmem_atomic_*). */
 #define FMSHMEM_G_OLD_STD_TYPES(X) X(int, int) X(long, long) X(long long, longlong)
 #define FMSHMEM_G_OLD_EXT_TYPES(X) FMSHMEM_G_OLD_STD_TYPES(X) X(float, float) X(double, double)
@@ -463,29 +608,29 @@ void fmshmem_bad_type(void);
 #define shmem_finc(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, finc, dest)(dest, __VA_ARGS__)
 #define shmem_add(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, add, dest)(dest, __VA_ARGS__)
 #define shmem_inc(dest, ...) FMSHMEM_OLD_G(FMSHMEM_G_OLD_STD_TYPES, inc, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch(src, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, fetch, src)(src, __VA_ARGS__)
-#define shmem_atomic_set(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, set, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_swap(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, swap, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_compare_swap(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, compare_swap, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_inc(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_inc, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_inc(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, inc, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_add(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_add, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_add(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, add, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_and(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_and, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_and(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, and, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_or(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_or, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_or(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, or, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_xor(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_xor, dest)(dest, __VA_ARGS__)
-#define shmem_atomic_xor(dest, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, xor, dest)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, fetch, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_set(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, set, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_swap(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, swap, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_compare_swap(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, compare_swap, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_inc(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_inc, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_inc(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, inc, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_add(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_add, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_add(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, add, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_and(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_and, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_and(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, and, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_or(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_or, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_or(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, or, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_xor, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_xor(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, xor, __VA_ARGS__)(__VA_ARGS__)
 /* The fetching nbi forms dispatch on the fetch pointer, their first argument. */
-#define shmem_atomic_fetch_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, fetch_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_swap_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, swap_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_compare_swap_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, compare_swap_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_inc_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_inc_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_add_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_add_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_and_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_and_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_or_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_or_nbi, fetch)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_xor_nbi(fetch, ...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_xor_nbi, fetch)(fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, fetch_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_swap_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_EXT_TYPES, swap_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, compare_swap_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_inc_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_STD_TYPES, fetch_add_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_and_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_or_nbi, __VA_ARGS__)(__VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...) FMSHMEM_AMO_G(FMSHMEM_G_AMO_BIT_TYPES, fetch_xor_nbi, __VA_ARGS__)(__VA_ARGS__)
 
 #define FMSHMEM_GS_wait_until(T, N) T * : shmem_##N##_wait_until,
 #define FMSHMEM_GS_wait_until_all(T, N) T * : shmem_##N##_wait_until_all,

@@ -8,6 +8,8 @@
  */
 #include "shmem_internal.h"
 
+#include "core/log.h"
+
 #include <stdlib.h>
 
 static int valid(shmem_team_t t) { return t != SHMEM_TEAM_INVALID; }
@@ -25,6 +27,13 @@ int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config
 }
 
 static int world_pe(const struct fmshmem_team *t, int i) { return t->start + i * t->stride; }
+
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)
+{
+    if (!valid(team) || pe < 0 || pe >= team->size)
+        return NULL;
+    return shmem_ptr(dest, world_pe(team, pe));
+}
 
 int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team)
 {
@@ -61,6 +70,16 @@ static int take_slot(uint64_t *mask)
     return slot;
 }
 
+/* Every team slot is in use on some member of the parent (they agreed on
+ * the free ones, so all of them fail alike): the split fails, as the spec
+ * allows, and the program may destroy a team and try again. */
+static int no_slot(const char *what)
+{
+    fm_log_limited(FM_LOG_WARN, SUBSYS, 3, "%s: more than %d teams at once", what,
+                   TEAM_SLOTS - 2);
+    return -1;
+}
+
 static shmem_team_t make_team(int start, int stride, int size, int slot,
                               const shmem_team_config_t *config, long mask)
 {
@@ -93,7 +112,7 @@ int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int siz
         return -1;
     int slot = take_slot(&mask);
     if (slot < 0)
-        fmshmem_fatal("shmem_team_split_strided: more than %d teams at once", TEAM_SLOTS - 2);
+        return no_slot("shmem_team_split_strided");
     *new_team = make_team(world_pe(parent, start), parent->stride * (size > 1 ? stride : 1),
                           size, slot, config, config_mask);
     return 0;
@@ -115,7 +134,7 @@ int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config
     /* All x teams are disjoint, so they share one slot; the y teams another. */
     int xslot = take_slot(&mask), yslot = take_slot(&mask);
     if (xslot < 0 || yslot < 0)
-        fmshmem_fatal("shmem_team_split_2d: more than %d teams at once", TEAM_SLOTS - 2);
+        return no_slot("shmem_team_split_2d");
     int me = parent->my_pe;
     int x0 = me / xrange * xrange, xsize = FM_MIN(xrange, parent->size - x0);
     int y0 = me % xrange, ysize = (parent->size - y0 + xrange - 1) / xrange;

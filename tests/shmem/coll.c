@@ -485,10 +485,39 @@ static void generic_bitwise(void)
     team_rewind(SHMEM_TEAM_WORLD);
 }
 
+/* Splitting until the implementation runs out of teams: a split that
+ * cannot be made returns nonzero and SHMEM_TEAM_INVALID (the job goes on),
+ * and destroying one makes room again. */
+static void many_teams(void)
+{
+    enum { MAX = 100 };
+    shmem_team_t t[MAX];
+    int made = 0, rc = 0;
+
+    while (made < MAX && (rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0,
+                                                        &t[made])) == 0)
+        made++;
+    if (made < MAX) {
+        expect_eq(rc != 0, 1, "a split beyond the last team");
+        expect_eq(t[made] == SHMEM_TEAM_INVALID, 1, "the team of a split that failed");
+        expect_range(made, 1, MAX, "teams made before one failed");
+    }
+    if (made > 0) {
+        shmem_team_destroy(t[--made]);
+        expect_eq(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t[made]), 0,
+                  "a split after a team was destroyed");
+        made++;
+    }
+    while (made > 0)
+        shmem_team_destroy(t[--made]);
+    shmem_barrier_all();
+}
+
 static void teams(void)
 {
     world_and_shared();
     generic_bitwise();
+    many_teams();
 
     team_mem(SHMEM_TEAM_WORLD, me, npes, 100);
     team_rewind(SHMEM_TEAM_WORLD);

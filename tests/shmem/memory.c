@@ -259,6 +259,10 @@ static void direct_pointers(void)
                   pe);
         expect_eq(slots[pe], pe + 1, "store through shmem_ptr by pe %d of SHMEM_TEAM_SHARED",
                   pe);
+#ifdef FMSHMEM_RMA_TYPES /* libfmshmem's header: it has 1.6's shmem_team_ptr too */
+        expect_eq(shmem_team_ptr(SHMEM_TEAM_SHARED, slots, i) == shmem_ptr(slots, pe), 1,
+                  "shmem_team_ptr for member %d of SHMEM_TEAM_SHARED", i);
+#endif
     }
 #endif
     shmem_barrier_all();
