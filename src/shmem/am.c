@@ -39,8 +39,28 @@ struct pending {
 
 static struct pending pend[PENDING_MAX];
 static int pend_free[PENDING_MAX], npend_free;
-static size_t outstanding; /* requests whose replies are due */
-static size_t flushes_due;
+/* Read by waiting loops outside the client lock, hence atomic. */
+static _Atomic size_t outstanding; /* requests whose replies are due */
+static _Atomic size_t flushes_due;
+
+/* Under SHMEM_THREAD_MULTIPLE, application threads share the client
+ * endpoint (one thread at a time, as fastmsg asks) and the tables above:
+ * each takes this lock for its sends and for reading replies, and never
+ * holds it while waiting for another thread. Recursive: a send that meets
+ * a full ring reads replies meanwhile. Below MULTIPLE it is not taken. */
+static pthread_mutex_t client_lock;
+
+static void client_enter(void)
+{
+    if (S.thread_level == SHMEM_THREAD_MULTIPLE)
+        pthread_mutex_lock(&client_lock);
+}
+
+static void client_leave(void)
+{
+    if (S.thread_level == SHMEM_THREAD_MULTIPLE)
+        pthread_mutex_unlock(&client_lock);
+}
 
 
 /* Who serves the server endpoint: whoever holds serve_lock. While the
@@ -174,16 +194,26 @@ static int pend_get(char *dst, size_t len, uint64_t *token)
     return i;
 }
 
+static bool still_pending(int i, uint32_t gen)
+{
+    client_enter();
+    bool r = pend[i].used && pend[i].gen == gen;
+    client_leave();
+    return r;
+}
+
 static void wait_pending(int i, uint32_t gen)
 {
-    FMSHMEM_WAIT_WHILE(pend[i].used && pend[i].gen == gen);
+    FMSHMEM_WAIT_WHILE(still_pending(i, gen));
 }
 
 void fmshmem_am_put(int pe, enum seg s, uint64_t off, const void *src, size_t len)
 {
     struct am_hdr h = {.op = AM_PUT, .seg = (uint8_t)s, .off = off};
+    client_enter();
     send_msg(S.client, S.server_addr[pe], h, src, len, pe);
     mark_dirty(pe);
+    client_leave();
 }
 
 void fmshmem_am_get(int pe, enum seg s, uint64_t off, void *dst, size_t len, bool blocking)
@@ -191,10 +221,12 @@ void fmshmem_am_get(int pe, enum seg s, uint64_t off, void *dst, size_t len, boo
     for (size_t done = 0; done < len; done += GET_CHUNK) {
         size_t n = FM_MIN(GET_CHUNK, len - done);
         uint64_t token;
+        client_enter();
         pend_get((char *)dst + done, n, &token);
         struct am_hdr h = {.op = AM_GET, .seg = (uint8_t)s, .len = (uint32_t)n,
                            .off = off + done, .token = token};
         send_msg(S.client, S.server_addr[pe], h, NULL, 0, pe);
+        client_leave();
     }
     /* Waits for every get in flight, this one's chunks among them. */
     if (blocking)
@@ -208,12 +240,14 @@ void fmshmem_am_amo(int pe, enum seg s, uint64_t off, enum amo_op op, int size, 
     struct am_hdr h = {.op = fetch ? AM_FAMO : AM_AMO, .seg = (uint8_t)s,
                        .size = (uint8_t)size, .amo = (uint8_t)op, .off = off};
     int i = -1;
+    client_enter();
     if (fetch)
         i = pend_get(fetch, (size_t)size, &h.token);
     send_msg(S.client, S.server_addr[pe], h, ops, sizeof(ops), pe);
     if (!fetch)
         mark_dirty(pe);
-    else if (blocking)
+    client_leave();
+    if (fetch && blocking)
         wait_pending(i, (uint32_t)(h.token >> 32));
 }
 
@@ -224,6 +258,7 @@ void fmshmem_am_quiet_gets(void)
 
 void fmshmem_am_quiet(void)
 {
+    client_enter();
     for (int k = 0; k < S.ndirty; k++) {
         int pe = S.dirty_list[k];
         struct am_hdr h = {.op = AM_FLUSH};
@@ -232,6 +267,7 @@ void fmshmem_am_quiet(void)
         S.dirty[pe] = 0;
     }
     S.ndirty = 0;
+    client_leave();
     FMSHMEM_WAIT_WHILE(outstanding || flushes_due);
 }
 
@@ -292,6 +328,7 @@ void fmshmem_am_poll(void)
     int nseg;
     fm_addr src;
     ssize_t n;
+    client_enter();
     while ((n = fm_recv(S.client, seg, &nseg, &src)) != FM_EAGAIN) {
         if (n == FM_EPEERLOST) {
             if (!S.finalized)
@@ -303,6 +340,7 @@ void fmshmem_am_poll(void)
         handle_reply(seg, nseg, (size_t)n);
         fm_recv_done(S.client);
     }
+    client_leave();
 }
 
 /* ---- the server thread ---- */
@@ -430,6 +468,11 @@ int fmshmem_am_init(void)
         S.server_addr[pe] = fm_addr_of(S.ctx, pe, CH_SERVER);
         S.client_addr[pe] = fm_addr_of(S.ctx, pe, CH_CLIENT);
     }
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&client_lock, &recursive);
+    pthread_mutexattr_destroy(&recursive);
     for (int i = 0; i < PENDING_MAX; i++)
         pend_free[i] = PENDING_MAX - 1 - i;
     npend_free = PENDING_MAX;

@@ -6,8 +6,8 @@
  * they are ordered with every other operation of this PE and a quiet or
  * fence on any context completes or orders them all. The spec asks less
  * (contexts are independent streams), so this is correct, only without
- * the overlap separate streams could give. With SHMEM_THREAD_SERIALIZED
- * at most, no two threads could drive streams at once anyway.
+ * the overlap separate streams could give (under SHMEM_THREAD_MULTIPLE the
+ * threads share the path too, am.c).
  */
 #include "shmem_internal.h"
 

@@ -183,7 +183,7 @@ int shmem_init_thread(int requested, int *provided)
     /* Waits yield at once when the node runs more processes than CPUs (the
      * core's rule, which counts every process of the job on this node). */
     S.spin_before_yield = S.ctx->oversubscribed ? 0 : 4096;
-    S.thread_level = requested > SHMEM_THREAD_SERIALIZED ? SHMEM_THREAD_SERIALIZED : requested;
+    S.thread_level = requested > SHMEM_THREAD_MULTIPLE ? SHMEM_THREAD_MULTIPLE : requested;
     if (provided)
         *provided = S.thread_level;
     S.initialized = true;

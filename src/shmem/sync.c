@@ -41,7 +41,7 @@ void fmshmem_wait_step(uint64_t *spins)
         fm_cpu_relax();
         return;
     }
-    static uint64_t last_check;
+    static _Thread_local uint64_t last_check;
     if (!napping) {
         sched_yield();
     } else {
@@ -185,9 +185,10 @@ void fmshmem_test_progress(void)
  * after the element the last call on it returned, so that repeated calls
  * return each satisfying element in turn (the spec: a series of calls must
  * eventually return every index that satisfies the test). Kept for a few
- * arrays at once, by address: a program may poll several in alternation. */
+ * arrays at once, by address: a program may poll several in alternation;
+ * per thread, as each thread's series of calls must be fair. */
 #define ANY_ARRAYS 16
-static struct {
+static _Thread_local struct {
     const void *ivars;
     size_t next;
 } any_at[ANY_ARRAYS];
