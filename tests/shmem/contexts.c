@@ -98,10 +98,7 @@ static void team_context(void)
 int main(void)
 {
     shmem_init();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    ring_place(&me, &npes, &right, &left);
 
     shmem_ctx_t ctx;
     expect_eq(shmem_ctx_create(0, &ctx), 0, "shmem_ctx_create");

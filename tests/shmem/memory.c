@@ -272,10 +272,7 @@ static void direct_pointers(void)
 int main(void)
 {
     threads();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    ring_place(&me, &npes, &right, &left);
 
     info();
     malloc_free();

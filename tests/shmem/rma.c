@@ -453,10 +453,7 @@ static void segments(void)
 int main(void)
 {
     shmem_init();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    ring_place(&me, &npes, &right, &left);
 
     struct region heap = {"heap", shmem_malloc(HEAP_CAP), shmem_malloc(HEAP_CAP), HEAP_CAP};
     struct region stat = {"static", static_src, static_dst, STATIC_CAP};

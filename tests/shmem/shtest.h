@@ -20,6 +20,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* This PE, the number of PEs, and its neighbours in the ring of PEs. */
+static inline void ring_place(int *me, int *npes, int *right, int *left)
+{
+    *me = shmem_my_pe();
+    *npes = shmem_n_pes();
+    *right = (*me + 1) % *npes;
+    *left = (*me + *npes - 1) % *npes;
+}
+
 /* Formats the "what" part and reports; never returns. */
 static inline void shtest_vfail(const char *got, const char *want, const char *fmt, va_list ap)
 {

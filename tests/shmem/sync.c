@@ -511,10 +511,7 @@ static void progress_while_testing(void)
 int main(void)
 {
     shmem_init();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    ring_place(&me, &npes, &right, &left);
 
     barriers();
     comparisons();

@@ -66,10 +66,7 @@ int main(void)
     int provided;
 
     shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    ring_place(&me, &npes, &right, &left);
     if (provided != SHMEM_THREAD_MULTIPLE) {
         if (me == 0)
             printf("threads: SHMEM_THREAD_MULTIPLE not provided (%d), nothing checked\n",
