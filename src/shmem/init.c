@@ -197,10 +197,18 @@ void shmem_init(void)
     shmem_init_thread(SHMEM_THREAD_SINGLE, &provided);
 }
 
+/* start_pes needs no shmem_finalize: the library finalizes, collectively,
+ * when the program exits (the spec's rule). Without it a PE that returned
+ * from main left, and a peer still reading its memory saw it die. */
+static void finalize_at_exit(void) { shmem_finalize(); }
+
 void start_pes(int npes)
 {
     (void)npes;
+    bool first = !S.initialized;
     shmem_init();
+    if (first)
+        atexit(finalize_at_exit);
 }
 
 void shmem_query_thread(int *provided)
