@@ -51,13 +51,19 @@ out=$(FM_KEY=install-test-$$ FM_NAMES_LINGER_MS=200 "$prefix/names_hello")
 [ "$out" = "hello from {1000, 1}" ] || { echo "FAIL: names example printed: $out" >&2; exit 1; }
 # OpenSHMEM: the example built with the installed oshcc and with pkg-config,
 # run with oshrun.
-for f in include/shmem.h lib/libfmshmem.so lib/pkgconfig/fastmsg-shmem.pc bin/oshcc bin/oshrun; do
+for f in include/shmem.h include/shmemx.h include/mpp/shmem.h include/mpp/shmemx.h \
+  lib/libfmshmem.so lib/pkgconfig/fastmsg-shmem.pc bin/oshcc bin/oshrun; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
 done
 # CC=oshcc, as `configure CC=oshcc` exports it: oshcc must not run itself.
 CC="$prefix/bin/oshcc" timeout 60 "$prefix/bin/oshcc" -Wall -Werror $san \
   "$src/examples/shmem_ring.c" -o "$prefix/ring" ||
   { echo "FAIL: oshcc with CC=oshcc (status $?)" >&2; exit 1; }
+# The headers' older place and the extensions header, as older programs include them.
+printf '#include <mpp/shmem.h>\n#include <mpp/shmemx.h>\nint main(void) { return _my_pe(); }\n' \
+  >"$prefix/mpp.c"
+"$prefix/bin/oshcc" -Wall -Werror -c "$prefix/mpp.c" -o "$prefix/mpp.o" ||
+  { echo "FAIL: <mpp/shmem.h> and <mpp/shmemx.h>" >&2; exit 1; }
 # shellcheck disable=SC2046
 cc -Wall -Werror $san "$src/examples/shmem_ring.c" $(pkg-config --cflags --libs fastmsg-shmem) \
    -o "$prefix/ring_pc"
